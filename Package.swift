@@ -1,0 +1,64 @@
+// swift-tools-version: 6.0
+// GNSSHat: Raspberry Pi GNSS hats, powered only while somebody listens.
+import PackageDescription
+import Foundation
+
+// `GNSSHAT_GPIOD_V2=1` builds PiHardware against the libgpiod 2.x (v2) API instead of the
+// system's 1.6 (v1). `scripts/setup.sh` unpacks libgpiod 2.1 into `.build/libgpiod-v2/` and
+// `scripts/test.sh` points PKG_CONFIG_PATH there for that build.
+let gpiodV2 = ProcessInfo.processInfo.environment["GNSSHAT_GPIOD_V2"] == "1"
+
+let upcoming: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "GNSSHat",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "GNSSHat", targets: ["GNSSHat", "Signals", "GNSSProtocol", "PiHardware", "GPSD"]),
+        .library(name: "GNSSHatTesting", targets: ["GNSSHatTesting"]),
+        .executable(name: "gnss-hat", targets: ["gnss-hat"]),
+        .executable(name: "GNSSHatBench", targets: ["GNSSHatBench"]),
+    ],
+    targets: [
+        // C interop only.
+        .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(name: "CI2C", providers: [.apt(["libi2c-dev"])]),
+        .target(name: "CLinuxShims"),
+
+        // Libraries.
+        .target(name: "Signals"),
+        .target(name: "GNSSProtocol"),
+        .target(
+            name: "PiHardware",
+            dependencies: ["CGPIOD", "CI2C", "CLinuxShims"],
+            swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
+        ),
+        .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "PiHardware"]),
+        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol"]),
+        .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "PiHardware"]),
+
+        // Executables.
+        .executableTarget(name: "gnss-hat", dependencies: ["GNSSHat", "GPSD", "GNSSProtocol", "Signals", "PiHardware"]),
+        .executableTarget(
+            name: "GNSSHatBench",
+            dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD"]
+        ),
+
+        // Tests: one target per module.
+        .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting"]),
+        .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol"]),
+        .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "GNSSHatTesting"]),
+        .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware"]),
+        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals"]),
+        .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + upcoming
+}

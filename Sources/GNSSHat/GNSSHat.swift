@@ -1,0 +1,1 @@
+// GNSSHat: filled by its issue.

@@ -1,0 +1,1 @@
+print("GNSSHatBench: not yet")

@@ -1,0 +1,1 @@
+// GNSSHatTesting: filled by its issue.

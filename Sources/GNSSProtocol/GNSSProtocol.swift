@@ -1,0 +1,1 @@
+// GNSSProtocol: filled by its issue.

@@ -1,0 +1,1 @@
+// GPSD: filled by its issue.

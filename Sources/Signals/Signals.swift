@@ -1,0 +1,1 @@
+// Placeholder: RefCountedSignal lands with issue 2.

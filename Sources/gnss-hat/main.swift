@@ -1,0 +1,1 @@
+print("gnss-hat: not yet")

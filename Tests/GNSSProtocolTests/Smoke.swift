@@ -1,0 +1,5 @@
+import Testing
+
+@Test func builds() {
+    #expect(Bool(true))
+}
