@@ -1,7 +1,37 @@
 #define _GNU_SOURCE
 #include "CLinuxShims.h"
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
+#include <linux/i2c.h>
+#include <linux/i2c-dev.h>
+
+// Swift reads these structs through the imported headers; the asserts pin the layouts the
+// kernel ABI (x86-64, arm64, armhf) expects, so a header mix-up fails the build, not a transfer.
+_Static_assert(sizeof(struct pps_ktime) == 16, "pps_ktime is 16 bytes");
+_Static_assert(sizeof(struct pps_kinfo) == 48, "pps_kinfo is 48 bytes");
+_Static_assert(sizeof(struct pps_fdata) == 64, "pps_fdata is 64 bytes");
+_Static_assert(sizeof(struct pps_kparams) == 40, "pps_kparams is 40 bytes");
+_Static_assert(sizeof(((struct i2c_msg *)0)->len) == 2, "i2c_msg.len is a __u16");
+_Static_assert(I2C_M_RD == 1, "I2C_M_RD is 1");
 
 int cshim_ioctl_ptr(int fd, unsigned long request, void *arg) {
     return ioctl(fd, request, arg);
 }
+
+const char *cshim_strerror(int errnum, char *buf, size_t len) {
+    return strerror_r(errnum, buf, len);
+}
+
+int cshim_posix_openpt(int flags) { return posix_openpt(flags); }
+int cshim_grantpt(int fd) { return grantpt(fd); }
+int cshim_unlockpt(int fd) { return unlockpt(fd); }
+int cshim_ptsname_r(int fd, char *buf, size_t len) { return ptsname_r(fd, buf, len); }
+
+void cshim_cfmakeraw(struct termios *t) { cfmakeraw(t); }
+
+unsigned long cshim_request_TIOCGEXCL(void) { return TIOCGEXCL; }
+unsigned long cshim_request_PPS_GETPARAMS(void) { return PPS_GETPARAMS; }
+unsigned long cshim_request_PPS_SETPARAMS(void) { return PPS_SETPARAMS; }
+unsigned long cshim_request_PPS_GETCAP(void) { return PPS_GETCAP; }
+unsigned long cshim_request_PPS_FETCH(void) { return PPS_FETCH; }

@@ -1,0 +1,138 @@
+// A pseudo-terminal pair: the controller side stays in this object, the device side is a path
+// (/dev/pts/N) that code under test or the simulator's client opens as a serial port.
+internal import Glibc
+internal import Synchronization
+
+/// A pseudo-terminal (`posix_openpt`, `grantpt`, `unlockpt`, `ptsname_r`).
+///
+/// This object is the controller ("master") side, a `ByteLink`: bytes written here arrive at
+/// whoever opened `devicePath`, and bytes they write are read here. The device side starts in
+/// raw mode so no byte is echoed or translated.
+public final class PseudoTerminal: ByteLink {
+    /// The device side to open as a serial port, e.g. `/dev/pts/3`.
+    public let devicePath: String
+    public var name: String { "pty \(devicePath)" }
+    /// How long one `write` may wait for the device side to take more bytes.
+    public let writeTimeout: Duration
+
+    private let controller: Mutex<CInt>
+    /// The device side held open by this object, so that the controller does not see a hang-up
+    /// while the client closes and reopens its port (a receiver powered off and on).
+    private let heldDevice: Mutex<CInt>
+    private let readLock = Mutex(())
+    private let writeLock = Mutex(())
+
+    /// Opens a new pseudo-terminal. With `holdDeviceOpen`, this object keeps a descriptor of the
+    /// device side too, so reads here time out rather than hang up while no client has it open.
+    public init(holdDeviceOpen: Bool = true, writeTimeout: Duration = .seconds(2)) throws(SerialError) {
+        let device = "/dev/ptmx"
+        let fd: CInt
+        switch retryingInterrupts("posix_openpt", device, { system_posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC) }) {
+        case .success(let value): fd = value
+        case .failure(let failure): throw SerialError(failure)
+        }
+        var path = ""
+        var held: CInt = -1
+        do throws(SerialError) {
+            try Self.check(retryingInterrupts("grantpt", device) { system_grantpt(fd) })
+            try Self.check(retryingInterrupts("unlockpt", device) { system_unlockpt(fd) })
+            var buffer = [CChar](repeating: 0, count: 128)
+            try Self.check(retryingInterrupts("ptsname_r", device) { system_ptsname_r(fd, &buffer, buffer.count) })
+            path = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            // termios set through the controller applies to the device side.
+            var settings = termios()
+            try Self.check(retryingInterrupts("tcgetattr", device) { system_tcgetattr(fd, &settings, device) })
+            system_cfmakeraw(&settings)
+            try Self.check(retryingInterrupts("tcsetattr", device) { system_tcsetattr(fd, TCSANOW, &settings, device) })
+            try Self.setNonBlocking(fd, device)
+            if holdDeviceOpen {
+                switch retryingInterrupts("open", path, { system_open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }) {
+                case .success(let value): held = value
+                case .failure(let failure): throw SerialError(failure)
+                }
+            }
+        } catch {
+            _ = system_close(fd, device)
+            throw error
+        }
+        self.devicePath = path
+        self.writeTimeout = writeTimeout
+        self.controller = Mutex(fd)
+        self.heldDevice = Mutex(held)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Waits up to `timeout` for bytes from the device side (`poll`, `read`).
+    /// Throws `.hangUp`/`.vanished` once the device side has been closed by every holder.
+    public func read(maxCount: Int = 4096, timeout: Duration) throws(SerialError) -> [UInt8] {
+        try readLock.withLock { _ throws(SerialError) in
+            let fd = try openDescriptor()
+            switch DescriptorIO.read(fd, device: name, maxCount: maxCount, timeout: timeout) {
+            case .bytes(let bytes): return bytes
+            case .timedOut: return []
+            case .hungUp(let failure): throw .hangUp(failure)
+            case .failed(let failure): throw SerialError(failure)
+            }
+        }
+    }
+
+    /// Writes all of `bytes` towards the device side (`write`, `poll`).
+    public func write(_ bytes: [UInt8]) throws(SerialError) {
+        try writeLock.withLock { _ throws(SerialError) in
+            let fd = try openDescriptor()
+            switch DescriptorIO.writeAll(fd, device: name, bytes: bytes, timeout: writeTimeout) {
+            case .written: return
+            case .timedOut(let failure): throw .writeTimedOut(failure)
+            case .hungUp(let failure): throw .hangUp(failure)
+            case .failed(let failure): throw SerialError(failure)
+            }
+        }
+    }
+
+    /// Closes the held device side, if any, so that the controller sees a hang-up once the
+    /// client closes too.
+    public func releaseDevice() {
+        let fd = heldDevice.withLock { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        if fd >= 0 { _ = system_close(fd, devicePath) }
+    }
+
+    /// Closes the controller (`close`): a client of the device side then reads a hang-up.
+    public func close() {
+        releaseDevice()
+        readLock.withLock { _ in
+            writeLock.withLock { _ in
+                let fd = controller.withLock { fd in
+                    defer { fd = -1 }
+                    return fd
+                }
+                if fd >= 0 { _ = system_close(fd, name) }
+            }
+        }
+    }
+
+    private func openDescriptor() throws(SerialError) -> CInt {
+        let fd = controller.withLock { $0 }
+        guard fd >= 0 else { throw .closed(device: name) }
+        return fd
+    }
+
+    private static func setNonBlocking(_ fd: CInt, _ device: String) throws(SerialError) {
+        let flags = retryingInterrupts("fcntl(F_GETFL)", device) { system_fcntl(fd, F_GETFL, 0, "fcntl(F_GETFL)", device) }
+        switch flags {
+        case .success(let value):
+            try check(retryingInterrupts("fcntl(F_SETFL)", device) { system_fcntl(fd, F_SETFL, value | O_NONBLOCK, "fcntl(F_SETFL)", device) })
+        case .failure(let failure):
+            throw SerialError(failure)
+        }
+    }
+
+    private static func check(_ result: Result<CInt, FailedCall>) throws(SerialError) {
+        if case .failure(let failure) = result { throw SerialError(failure) }
+    }
+}

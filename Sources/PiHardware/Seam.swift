@@ -1,0 +1,274 @@
+// The syscall seam: every C call PiHardware makes goes through one internal function here
+// (swift-system's `system_open` pattern), so tests can inject failures and see which calls ran.
+internal import CLinuxShims
+internal import Glibc
+internal import Synchronization
+
+/// The name of one C call as it appears in errors and in the seam's record, e.g. `open`,
+/// `ioctl(I2C_RDWR)`, `gpiod_line_request`.
+struct SystemCall: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    let rawValue: String
+    init(rawValue: String) { self.rawValue = rawValue }
+    init(stringLiteral value: String) { self.rawValue = value }
+    var description: String { rawValue }
+
+    static func ioctl(_ request: String) -> SystemCall { SystemCall(rawValue: "ioctl(\(request))") }
+}
+
+/// A test hook on the seam: injects errors into named calls, stands in for `open` and `ioctl`,
+/// and records every call with its device. Installed for one task with `SeamMock.$current`;
+/// tests run in parallel, so the hook is task-local rather than global.
+final class SeamMock: Sendable {
+    /// One call that went through the seam.
+    struct Record: Hashable, Sendable, CustomStringConvertible {
+        let call: SystemCall
+        let device: String
+        var description: String { "\(call) \(device)" }
+    }
+
+    /// Stands in for `open(path, flags)`; returns a descriptor or -1 with `errno` set, or nil to
+    /// let the real call run.
+    typealias OpenHandler = @Sendable (_ path: String, _ flags: CInt) -> CInt?
+    /// Stands in for `ioctl(fd, request, arg)`; returns the result (with `errno` set when -1),
+    /// or nil to let the real call run.
+    typealias IoctlHandler = @Sendable (_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer?) -> CInt?
+
+    private struct State {
+        var failures: [SystemCall: [Errno]] = [:]
+        var records: [Record] = []
+        var open: OpenHandler?
+        var ioctl: IoctlHandler?
+    }
+
+    @TaskLocal static var current: SeamMock?
+
+    private let state = Mutex(State())
+
+    init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil) {
+        state.withLock {
+            $0.open = open
+            $0.ioctl = ioctl
+        }
+    }
+
+    /// The next `times` calls of `call` fail with `errno` before reaching the system.
+    func fail(_ call: SystemCall, with errno: Errno, times: Int = 1) {
+        state.withLock { $0.failures[call, default: []] += Array(repeating: errno, count: times) }
+    }
+
+    /// Every call made so far, in order.
+    var records: [Record] { state.withLock { $0.records } }
+
+    /// The names of the calls made so far, in order.
+    var calls: [SystemCall] { records.map(\.call) }
+
+    /// How many times `call` was made.
+    func count(_ call: SystemCall) -> Int { records.filter { $0.call == call }.count }
+
+    /// Failures injected but not yet consumed.
+    var pendingFailures: Int { state.withLock { $0.failures.values.reduce(0) { $0 + $1.count } } }
+
+    fileprivate func enter(_ call: SystemCall, _ device: String) -> Errno? {
+        state.withLock {
+            $0.records.append(Record(call: call, device: device))
+            guard var queue = $0.failures[call], !queue.isEmpty else { return nil }
+            let errno = queue.removeFirst()
+            $0.failures[call] = queue
+            return errno
+        }
+    }
+
+    fileprivate var openHandler: OpenHandler? { state.withLock { $0.open } }
+    fileprivate var ioctlHandler: IoctlHandler? { state.withLock { $0.ioctl } }
+}
+
+/// Records the call and returns an injected error, if a test installed one.
+@inline(__always)
+func seamEnter(_ call: SystemCall, _ device: String) -> Errno? {
+    guard let mock = SeamMock.current else { return nil }
+    return mock.enter(call, device)
+}
+
+// MARK: - Results
+
+/// Runs a call that returns -1 and sets `errno` on failure, retrying `EINTR`.
+///
+/// `EBADF` and `EFAULT` can only mean a bug in this package (a closed descriptor, a bad
+/// buffer), so they trap the way swift-nio does, rather than being reported as I/O errors.
+@inline(__always)
+func retryingInterrupts<T: BinaryInteger>(
+    _ call: SystemCall, _ device: String, _ body: () -> T
+) -> Result<T, FailedCall> {
+    while true {
+        let result = body()
+        if result != -1 { return .success(result) }
+        let errno = Errno.current
+        if errno == .interrupted { continue }
+        trapOnBug(errno, call, device)
+        return .failure(FailedCall(call: call.rawValue, device: device, errno: errno))
+    }
+}
+
+/// Runs a call that returns NULL and sets `errno` on failure, retrying `EINTR`.
+@inline(__always)
+func retryingInterrupts<T>(
+    _ call: SystemCall, _ device: String, _ body: () -> T?
+) -> Result<T, FailedCall> {
+    while true {
+        if let result = body() { return .success(result) }
+        let errno = Errno.current
+        if errno == .interrupted { continue }
+        trapOnBug(errno, call, device)
+        return .failure(FailedCall(call: call.rawValue, device: device, errno: errno))
+    }
+}
+
+@inline(__always)
+private func trapOnBug(_ errno: Errno, _ call: SystemCall, _ device: String) {
+    if errno == .badFileDescriptor || errno == .badAddress {
+        preconditionFailure("PiHardware bug: \(call) on \(device) failed with \(errno)")
+    }
+}
+
+/// Sets `errno` and returns the C failure value -1.
+@inline(__always)
+private func fail<T: BinaryInteger>(_ errno: Errno) -> T {
+    Errno.current = errno
+    return -1
+}
+
+// MARK: - libc
+
+func system_open(_ path: String, _ flags: CInt, _ mode: mode_t = 0) -> CInt {
+    if let errno = seamEnter("open", path) { return fail(errno) }
+    if let handler = SeamMock.current?.openHandler, let fd = handler(path, flags) { return fd }
+    return Glibc.open(path, flags, mode)
+}
+
+func system_close(_ fd: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("close", device) { return fail(errno) }
+    return Glibc.close(fd)
+}
+
+func system_read(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ device: String) -> Int {
+    if let errno = seamEnter("read", device) { return fail(errno) }
+    return Glibc.read(fd, buffer, count)
+}
+
+func system_write(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int, _ device: String) -> Int {
+    if let errno = seamEnter("write", device) { return fail(errno) }
+    return Glibc.write(fd, buffer, count)
+}
+
+func system_poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeoutMS: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("poll", device) { return fail(errno) }
+    return Glibc.poll(fds, nfds_t(count), timeoutMS)
+}
+
+func system_ioctl(
+    _ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer?, _ call: SystemCall, _ device: String
+) -> CInt {
+    if let errno = seamEnter(call, device) { return fail(errno) }
+    if let handler = SeamMock.current?.ioctlHandler, let result = handler(fd, request, arg) { return result }
+    return cshim_ioctl_ptr(fd, request, arg)
+}
+
+func system_tcgetattr(_ fd: CInt, _ termios: UnsafeMutablePointer<termios>, _ device: String) -> CInt {
+    if let errno = seamEnter("tcgetattr", device) { return fail(errno) }
+    return Glibc.tcgetattr(fd, termios)
+}
+
+func system_tcsetattr(_ fd: CInt, _ action: CInt, _ termios: UnsafePointer<termios>, _ device: String) -> CInt {
+    if let errno = seamEnter("tcsetattr", device) { return fail(errno) }
+    return Glibc.tcsetattr(fd, action, termios)
+}
+
+func system_tcdrain(_ fd: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("tcdrain", device) { return fail(errno) }
+    return Glibc.tcdrain(fd)
+}
+
+func system_tcflush(_ fd: CInt, _ queue: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("tcflush", device) { return fail(errno) }
+    return Glibc.tcflush(fd, queue)
+}
+
+func system_cfsetispeed(_ termios: UnsafeMutablePointer<termios>, _ speed: speed_t, _ device: String) -> CInt {
+    if let errno = seamEnter("cfsetispeed", device) { return fail(errno) }
+    return Glibc.cfsetispeed(termios, speed)
+}
+
+func system_cfsetospeed(_ termios: UnsafeMutablePointer<termios>, _ speed: speed_t, _ device: String) -> CInt {
+    if let errno = seamEnter("cfsetospeed", device) { return fail(errno) }
+    return Glibc.cfsetospeed(termios, speed)
+}
+
+func system_cfgetospeed(_ termios: UnsafePointer<termios>) -> speed_t {
+    Glibc.cfgetospeed(termios)
+}
+
+func system_cfmakeraw(_ termios: UnsafeMutablePointer<termios>) {
+    cshim_cfmakeraw(termios)
+}
+
+func system_posix_openpt(_ flags: CInt) -> CInt {
+    if let errno = seamEnter("posix_openpt", "/dev/ptmx") { return fail(errno) }
+    return cshim_posix_openpt(flags)
+}
+
+func system_grantpt(_ fd: CInt) -> CInt {
+    if let errno = seamEnter("grantpt", "/dev/ptmx") { return fail(errno) }
+    return cshim_grantpt(fd)
+}
+
+func system_unlockpt(_ fd: CInt) -> CInt {
+    if let errno = seamEnter("unlockpt", "/dev/ptmx") { return fail(errno) }
+    return cshim_unlockpt(fd)
+}
+
+/// ptsname_r returns an error number rather than setting errno; this wrapper turns it into
+/// the -1/errno convention the result helpers expect.
+func system_ptsname_r(_ fd: CInt, _ buffer: UnsafeMutablePointer<CChar>, _ count: Int) -> CInt {
+    if let errno = seamEnter("ptsname_r", "/dev/ptmx") { return fail(errno) }
+    let code = cshim_ptsname_r(fd, buffer, count)
+    if code != 0 { return fail(Errno(rawValue: code)) }
+    return 0
+}
+
+func system_opendir(_ path: String) -> OpaquePointer? {
+    if let errno = seamEnter("opendir", path) {
+        Errno.current = errno
+        return nil
+    }
+    return Glibc.opendir(path)
+}
+
+/// readdir returns NULL both at the end and on error; the caller tells them apart by `errno`.
+func system_readdir(_ dir: OpaquePointer, _ path: String) -> UnsafeMutablePointer<dirent>? {
+    if let errno = seamEnter("readdir", path) {
+        Errno.current = errno
+        return nil
+    }
+    return Glibc.readdir(dir)
+}
+
+func system_closedir(_ dir: OpaquePointer, _ path: String) -> CInt {
+    _ = seamEnter("closedir", path)
+    return Glibc.closedir(dir)
+}
+
+func system_fcntl(_ fd: CInt, _ command: CInt, _ value: CInt, _ call: SystemCall, _ device: String) -> CInt {
+    if let errno = seamEnter(call, device) { return fail(errno) }
+    return Glibc.fcntl(fd, command, value)
+}
+
+/// Sleeps for `duration` (`nanosleep`), resuming after a signal with the time that was left.
+func system_nanosleep(_ duration: Duration) {
+    _ = seamEnter("nanosleep", "")
+    let nanos = duration.clampedNanoseconds
+    var request = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
+    var remaining = timespec()
+    while Glibc.nanosleep(&request, &remaining) == -1 && Errno.current == .interrupted {
+        request = remaining
+    }
+}
