@@ -272,3 +272,31 @@ func system_nanosleep(_ duration: Duration) {
         request = remaining
     }
 }
+
+/// The names in a directory (`opendir`, `readdir`, `closedir`).
+func listDirectory(_ path: String) throws(FailedCall) -> [String] {
+    guard let dir = system_opendir(path) else {
+        throw FailedCall(call: "opendir", device: path, errno: .current)
+    }
+    defer { _ = system_closedir(dir, path) }
+    var names: [String] = []
+    while true {
+        Errno.current = Errno(rawValue: 0)
+        guard let entry = system_readdir(dir, path) else {
+            let errno = Errno.current
+            if errno.rawValue != 0 { throw FailedCall(call: "readdir", device: path, errno: errno) }
+            return names
+        }
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        names.append(name)
+    }
+}
+
+/// Sets `errno` and returns the C failure value -1 (for the seam functions in other files).
+@inline(__always)
+func failC(_ errno: Errno) -> CInt {
+    Errno.current = errno
+    return -1
+}
