@@ -208,7 +208,8 @@ public enum GPIOError: HardwareFault, Equatable {
     /// Any other failed call.
     case failed(FailedCall)
 
-    init(_ failure: FailedCall, line: String? = nil, consumer: String? = nil) {
+    /// Maps a failed call to the error a caller can act on (also for test doubles).
+    public init(_ failure: FailedCall, line: String? = nil, consumer: String? = nil) {
         switch failure.errno {
         case Errno.resourceBusy?: self = .busy(failure, line: line ?? failure.device, consumer: consumer)
         case Errno.permissionDenied?, Errno.notPermitted?: self = .permissionDenied(failure)

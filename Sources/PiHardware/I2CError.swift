@@ -29,8 +29,8 @@ public enum I2CError: HardwareFault, Equatable {
     /// Any other failed call.
     case failed(FailedCall)
 
-    /// Maps a failed call to the error a caller can act on.
-    init(_ failure: FailedCall) {
+    /// Maps a failed call to the error a caller can act on (also for test doubles).
+    public init(_ failure: FailedCall) {
         switch failure.errno {
         case Errno.noSuchFileOrDirectory?: self = .noBus(failure)
         case Errno.permissionDenied?, Errno.notPermitted?: self = .permissionDenied(failure)

@@ -19,7 +19,8 @@ public enum PPSError: HardwareFault, Equatable {
     /// Any other failed call.
     case failed(FailedCall)
 
-    init(_ failure: FailedCall) {
+    /// Maps a failed call to the error a caller can act on (also for test doubles).
+    public init(_ failure: FailedCall) {
         switch failure.errno {
         case Errno.noSuchFileOrDirectory?: self = .notFound(failure)
         case Errno.permissionDenied?, Errno.notPermitted?: self = .permissionDenied(failure)
