@@ -51,7 +51,7 @@ let package = Package(
         // Tests: one target per module.
         .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting"]),
         .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol"]),
-        .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "GNSSHatTesting"]),
+        .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting"]),
         .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware"]),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),

@@ -1,0 +1,199 @@
+import Glibc
+@testable import PiHardware
+import Testing
+
+@Suite("Errno")
+struct ErrnoTests {
+    @Test("each static is its C constant, named in the description", arguments: [
+        (Errno.interrupted, EINTR, "EINTR"), (.ioError, EIO, "EIO"), (.resourceBusy, EBUSY, "EBUSY"),
+        (.remoteIO, EREMOTEIO, "EREMOTEIO"), (.timedOut, ETIMEDOUT, "ETIMEDOUT"),
+        (.noSuchDeviceOrAddress, ENXIO, "ENXIO"), (.permissionDenied, EACCES, "EACCES"),
+        (.noSuchFileOrDirectory, ENOENT, "ENOENT"), (.notATerminal, ENOTTY, "ENOTTY"),
+        (.wouldBlock, EAGAIN, "EAGAIN"), (.notSupported, EOPNOTSUPP, "EOPNOTSUPP"),
+    ])
+    func constants(errno: Errno, raw: CInt, name: String) {
+        #expect(errno.rawValue == raw)
+        #expect(errno.name == name)
+        #expect(errno.description == "\(String(cString: strerror(raw))) (\(name))")
+    }
+
+    @Test("an unlisted code keeps its number and still has the C library's message")
+    func unlisted() {
+        let errno = Errno(rawValue: EXDEV)
+        #expect(errno.name == "errno \(EXDEV)")
+        #expect(errno.message == String(cString: strerror(EXDEV)))
+    }
+
+    @Test("a failed call says the call, the device and the error")
+    func failedCall() {
+        let failure = FailedCall(call: "ioctl(I2C_RDWR)", device: "/dev/i2c-1", errno: .remoteIO)
+        #expect(failure.description == "ioctl(I2C_RDWR) on /dev/i2c-1: Remote I/O error (EREMOTEIO)")
+        #expect(I2CError(failure).description.contains("NAK"))
+    }
+
+    @Test("time-outs convert to poll milliseconds and nanoseconds without overflow", arguments: [
+        (Duration.zero, CInt(0), Int64(0)), (.nanoseconds(1), 1, 1), (.milliseconds(1), 1, 1_000_000),
+        (.microseconds(1500), 2, 1_500_000), (.seconds(-3), 0, 0), (.seconds(Int64.max), .max, .max),
+    ])
+    func durations(duration: Duration, millis: CInt, nanos: Int64) {
+        #expect(duration.pollMilliseconds == millis)
+        #expect(duration.clampedNanoseconds == nanos)
+    }
+}
+
+/// A short name per error case, so tables can say which case they expect.
+func kind(_ error: SerialError) -> String {
+    switch error {
+    case .notFound: "notFound"
+    case .permissionDenied: "permissionDenied"
+    case .busy: "busy"
+    case .notATerminal: "notATerminal"
+    case .unsupportedSpeed: "unsupportedSpeed"
+    case .hangUp: "hangUp"
+    case .vanished: "vanished"
+    case .writeTimedOut: "writeTimedOut"
+    case .closed: "closed"
+    case .failed: "failed"
+    }
+}
+
+@Suite("The syscall seam: serial ports and pseudo-terminals")
+struct SerialSeamTests {
+    /// What a case does once a pseudo-terminal is open: each exercises different calls.
+    enum Action: String, CaseIterable, Sendable {
+        case open, read, write, drain, speed, pseudoTerminal
+    }
+
+    /// Runs `action` with `mock` installed, against a pseudo-terminal opened before it.
+    static func run(_ action: Action, _ mock: SeamMock) throws {
+        let pty = try PseudoTerminal()
+        let port = try SerialPort(path: pty.devicePath)
+        try pty.write([0x42])
+        try SeamMock.$current.withValue(mock) {
+            switch action {
+            case .open:
+                _ = try SerialPort(path: pty.devicePath, speed: 38400, exclusive: true)
+            case .read:
+                #expect(try readExactly(1) { try port.read(timeout: $0) } == [0x42])
+            case .write:
+                try port.write([1, 2, 3])
+            case .drain:
+                try port.drain()
+            case .speed:
+                try port.setSpeed(4800)
+            case .pseudoTerminal:
+                _ = try PseudoTerminal(holdDeviceOpen: true)
+            }
+        }
+    }
+
+    static let mappings: [(SystemCall, Errno, Action, String)] = [
+        ("open", .noSuchFileOrDirectory, .open, "notFound"),
+        ("open", .permissionDenied, .open, "permissionDenied"),
+        ("open", .resourceBusy, .open, "busy"),
+        (.ioctl("TIOCEXCL"), .resourceBusy, .open, "busy"),
+        ("tcgetattr", .notATerminal, .open, "notATerminal"),
+        ("tcsetattr", .ioError, .open, "vanished"),
+        ("cfsetispeed", .invalidArgument, .speed, "failed"),
+        ("cfsetospeed", .invalidArgument, .speed, "failed"),
+        ("tcsetattr", .noSuchDevice, .speed, "vanished"),
+        ("poll", .noMemory, .read, "failed"),
+        ("read", .ioError, .read, "vanished"),
+        ("read", .noSuchDeviceOrAddress, .read, "vanished"),
+        ("write", .ioError, .write, "vanished"),
+        ("write", .brokenPipe, .write, "hangUp"),
+        ("tcdrain", .ioError, .drain, "vanished"),
+        ("posix_openpt", .noSuchFileOrDirectory, .pseudoTerminal, "notFound"),
+        ("grantpt", .permissionDenied, .pseudoTerminal, "permissionDenied"),
+        ("unlockpt", .invalidArgument, .pseudoTerminal, "failed"),
+        ("ptsname_r", .notATerminal, .pseudoTerminal, "notATerminal"),
+        ("fcntl(F_GETFL)", .invalidArgument, .pseudoTerminal, "failed"),
+    ]
+
+    @Test("an injected error becomes the typed error, naming the call", arguments: mappings)
+    func mapping(call: SystemCall, errno: Errno, action: Action, expected: String) throws {
+        let mock = SeamMock()
+        mock.fail(call, with: errno)
+        do {
+            try Self.run(action, mock)
+            Issue.record("\(call) failing with \(errno) did not throw")
+        } catch {
+            let error = try #require(error as? SerialError)
+            #expect(kind(error) == expected)
+            #expect(error.failedCall?.call == call.rawValue)
+            #expect(error.failedCall?.errno == errno)
+            #expect(error.description.contains(errno.name))
+        }
+        #expect(mock.pendingFailures == 0)
+    }
+
+    static let retried: [(SystemCall, Action)] = [
+        ("open", .open), (.ioctl("TIOCEXCL"), .open), ("tcgetattr", .open), ("tcsetattr", .open),
+        ("cfsetispeed", .open), ("cfsetospeed", .open), ("poll", .read), ("read", .read), ("write", .write),
+        ("tcdrain", .drain), ("posix_openpt", .pseudoTerminal), ("grantpt", .pseudoTerminal),
+        ("unlockpt", .pseudoTerminal), ("ptsname_r", .pseudoTerminal), ("fcntl(F_GETFL)", .pseudoTerminal),
+        ("fcntl(F_SETFL)", .pseudoTerminal),
+    ]
+
+    @Test("EINTR is retried: three interruptions cost three more calls and no error", arguments: retried)
+    func interrupted(call: SystemCall, action: Action) throws {
+        let clean = SeamMock()
+        try Self.run(action, clean)
+        let interrupted = SeamMock()
+        interrupted.fail(call, with: .interrupted, times: 3)
+        try Self.run(action, interrupted)
+        #expect(clean.count(call) >= 1)
+        #expect(interrupted.count(call) == clean.count(call) + 3)
+        #expect(interrupted.pendingFailures == 0)
+    }
+
+    @Test("the seam records each call with its device")
+    func records() throws {
+        let mock = SeamMock()
+        let pty = try PseudoTerminal()
+        try SeamMock.$current.withValue(mock) {
+            let port = try SerialPort(path: pty.devicePath, speed: 4800)
+            port.close()
+        }
+        #expect(mock.records.first == SeamMock.Record(call: "open", device: pty.devicePath))
+        #expect(mock.records.last == SeamMock.Record(call: "close", device: pty.devicePath))
+        #expect(mock.calls == [
+            "open", .ioctl("TIOCEXCL"), "tcgetattr", "cfsetispeed", "cfsetospeed", "tcsetattr", "tcgetattr", "close",
+        ])
+    }
+
+    @Test("the mock is per task: a test without one runs the real calls unrecorded")
+    func perTask() throws {
+        let mock = SeamMock()
+        mock.fail("open", with: .ioError)
+        let pty = try PseudoTerminal()
+        let port = try SerialPort(path: pty.devicePath)
+        #expect(try port.speed() == 9600)
+        #expect(mock.records.isEmpty)
+    }
+
+    @Test("directories are listed through the seam, gpiochips in number order")
+    func chipPaths() throws {
+        var template = Array("/tmp/gnsshat-chips-XXXXXX".utf8CString)
+        let directory = try #require(template.withUnsafeMutableBufferPointer { $0.baseAddress.flatMap(mkdtemp) })
+        let path = String(cString: directory)
+        defer {
+            for entry in (try? listDirectory(path)) ?? [] where entry != "." && entry != ".." {
+                unlink(path + "/" + entry)
+            }
+            rmdir(path)
+        }
+        for name in ["gpiochip10", "gpiochip2", "gpiochip0", "gpiochipX", "ttyS0", "gpiomem"] {
+            close(creat(path + "/" + name, 0o600))
+        }
+        #expect(try listGPIOChipPaths(directory: path) == ["gpiochip0", "gpiochip2", "gpiochip10"].map { path + "/" + $0 })
+        let mock = SeamMock()
+        mock.fail("readdir", with: .ioError)
+        #expect(throws: FailedCall(call: "readdir", device: path, errno: .ioError)) {
+            try SeamMock.$current.withValue(mock) { try listGPIOChipPaths(directory: path) as [String] }
+        }
+        #expect(throws: FailedCall(call: "opendir", device: path + "/none", errno: .noSuchFileOrDirectory)) {
+            try listGPIOChipPaths(directory: path + "/none")
+        }
+    }
+}
