@@ -7,6 +7,10 @@ import Foundation
 // system's 1.6 (v1). `scripts/setup.sh` unpacks libgpiod 2.1 into `.build/libgpiod-v2/` and
 // `scripts/test.sh` points PKG_CONFIG_PATH there for that build.
 let gpiodV2 = ProcessInfo.processInfo.environment["GNSSHAT_GPIOD_V2"] == "1"
+// The v2 library is libgpiod.so.3 in a private prefix the dynamic loader does not search, so the
+// v2 build records it as an rpath (GNSSHAT_GPIOD_V2_LIBDIR overrides where it is).
+let gpiodV2LibDir = ProcessInfo.processInfo.environment["GNSSHAT_GPIOD_V2_LIBDIR"]
+    ?? Context.packageDirectory + "/.build/libgpiod-v2/prefix/lib"
 
 let upcoming: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -35,7 +39,8 @@ let package = Package(
         .target(
             name: "PiHardware",
             dependencies: ["CGPIOD", "CI2C", "CLinuxShims"],
-            swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
+            swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : [],
+            linkerSettings: gpiodV2 ? [.unsafeFlags(["-Xlinker", "-rpath", "-Xlinker", gpiodV2LibDir])] : []
         ),
         .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "PiHardware"]),
         .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol"]),
