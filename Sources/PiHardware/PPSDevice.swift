@@ -76,6 +76,9 @@ public final class PPSDevice: EdgeEventSource {
 
     private let state: Mutex<State>
 
+    /// How many wake-ups without a wanted edge one `nextEdge` call sits through.
+    static let maxWakeups = 3
+
     /// Opens `path` (`open`), checks it can wait for events (`PPS_GETCAP`), and turns on
     /// capture of `edges` with timespec timestamps (`PPS_GETPARAMS`, `PPS_SETPARAMS`; when the
     /// user may not change the parameters, the current ones must already capture `edges`).
@@ -93,15 +96,20 @@ public final class PPSDevice: EdgeEventSource {
             _ = system_close(fd, path)
             throw error
         }
-        state = Mutex(State(fd: fd))
         // A zero time-out returns the current counts at once, so the first edge reported is
         // a new one rather than whatever the source saw before we opened it.
-        state.withLock { state in
-            if case .success(let info) = Self.fetch(fd, path: path, timeout: .zero) {
-                state.lastAssert = info.assert_sequence
-                state.lastClear = info.clear_sequence
-            }
+        var initial = State(fd: fd)
+        switch Self.fetch(fd, path: path, timeout: .zero) {
+        case .success(let info):
+            initial.lastAssert = info.assert_sequence
+            initial.lastClear = info.clear_sequence
+        case .failure(let failure) where failure.errno == .timedOut:
+            break
+        case .failure(let failure):
+            _ = system_close(fd, path)
+            throw PPSError(failure)
         }
+        state = Mutex(initial)
     }
 
     deinit { close() }
@@ -118,15 +126,21 @@ public final class PPSDevice: EdgeEventSource {
     ///
     /// `PPS_FETCH` waits for the edge after the call, so an edge that came between two calls
     /// is first looked for with a zero time-out, which returns the current counts at once.
+    /// A wake-up by an edge not asked for (another reader set the source to capture both)
+    /// waits again, at most `maxWakeups` times, so a call never waits much past `timeout`
+    /// times that.
     public func nextEdge(timeout: Duration) throws(PPSError) -> EdgeEvent? {
         try state.withLock { state throws(PPSError) -> EdgeEvent? in
             if !state.pending.isEmpty { return state.pending.removeFirst() }
             guard state.fd >= 0 else { throw .closed(device: path) }
-            for wait in [Duration.zero, timeout] {
+            let waits = [Duration.zero] + Array(repeating: timeout, count: Self.maxWakeups)
+            for wait in waits {
                 let info: pps_kinfo
                 switch Self.fetch(state.fd, path: path, timeout: wait) {
                 case .success(let value): info = value
-                case .failure(let failure) where failure.errno == .timedOut: continue
+                case .failure(let failure) where failure.errno == .timedOut:
+                    if wait == .zero { continue }
+                    return nil
                 case .failure(let failure): throw PPSError(failure)
                 }
                 state.pending = newEdges(info, &state)
