@@ -20,6 +20,22 @@ fi
 step "unit tests"
 swift test --skip-build
 
+step "libgpiod v2 API: build and PiHardware tests against libgpiod 2.1 from the private prefix"
+# The rpath in Package.swift makes the loader take libgpiod.so.3 from .build/libgpiod-v2; the
+# test "the library that runs has the API this module was compiled for" checks it did.
+v2=(env PKG_CONFIG_PATH="$PWD/.build/libgpiod-v2/prefix/lib/pkgconfig" GNSSHAT_GPIOD_V2=1)
+if ! "${v2[@]}" swift build --build-tests --scratch-path .build/gpiod-v2 > .build/build-v2.log 2>&1; then
+    grep -E 'error:' .build/build-v2.log || tail -20 .build/build-v2.log
+    echo "test: the libgpiod v2 build failed (see .build/build-v2.log)" >&2
+    exit 1
+fi
+if grep -q 'warning:' .build/build-v2.log; then
+    grep 'warning:' .build/build-v2.log >&2
+    echo "test: the libgpiod v2 build has warnings (see .build/build-v2.log)" >&2
+    exit 1
+fi
+"${v2[@]}" swift test --skip-build --scratch-path .build/gpiod-v2 --filter PiHardwareTests
+
 step "Signals under ThreadSanitizer"
 swift test --sanitize=thread --scratch-path .build/tsan --filter SignalsTests
 

@@ -98,7 +98,8 @@ public final class FakeByteLink: ByteLink {
     }
 
     public func write(_ bytes: [UInt8]) throws {
-        let (failure, respond) = state.withLock { state -> ((any Error & Sendable)?, (@Sendable ([UInt8]) -> [UInt8])?) in
+        typealias Outcome = (failure: (any Error & Sendable)?, respond: (@Sendable ([UInt8]) -> [UInt8])?)
+        let (failure, respond) = state.withLock { state -> Outcome in
             if state.closed { return (SerialError.closed(device: name), nil) }
             if state.hungUp { return (SerialError.hangUp(FailedCall(call: "write", device: name, errno: nil)), nil) }
             if let failure = state.writeFailure {

@@ -58,7 +58,10 @@ final class LibgpiodV1Chip: GPIOChipHandle, @unchecked Sendable {
     }
 
     func offset(ofLineNamed name: String) throws(FailedCall) -> Int? {
-        switch retryingInterrupts("gpiod_chip_find_line", info.path, { system_gpiod_chip_find_line(chip, name, info.path) }) {
+        let found = retryingInterrupts("gpiod_chip_find_line", info.path) {
+            system_gpiod_chip_find_line(chip, name, info.path)
+        }
+        switch found {
         case .success(let line): return Int(system_gpiod_line_offset(line))
         case .failure(let failure) where failure.errno == .noSuchFileOrDirectory: return nil
         case .failure(let failure): throw failure

@@ -200,8 +200,9 @@ final class LibgpiodV2Line: GPIOLineHandle, @unchecked Sendable {
         for index in 0..<Int(count) {
             guard let event = system_gpiod_edge_event_buffer_get_event(buffer, UInt(index)) else { continue }
             let nanos = system_gpiod_edge_event_get_timestamp_ns(event)
+            let rising = system_gpiod_edge_event_get_event_type(event) == GPIOD_EDGE_EVENT_RISING_EDGE
             events.append(EdgeEvent(
-                kind: system_gpiod_edge_event_get_event_type(event) == GPIOD_EDGE_EVENT_RISING_EDGE ? .rising : .falling,
+                kind: rising ? .rising : .falling,
                 timestamp: .seconds(Int64(nanos / 1_000_000_000)) + .nanoseconds(Int64(nanos % 1_000_000_000)),
                 clock: clock,
                 sequence: UInt64(system_gpiod_edge_event_get_line_seqno(event))))

@@ -46,7 +46,8 @@ public final class PseudoTerminal: ByteLink {
             try Self.check(retryingInterrupts("tcsetattr", device) { system_tcsetattr(fd, TCSANOW, &settings, device) })
             try Self.setNonBlocking(fd, device)
             if holdDeviceOpen {
-                switch retryingInterrupts("open", path, { system_open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }) {
+                let flags = O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC
+                switch retryingInterrupts("open", path, { system_open(path, flags) }) {
                 case .success(let value): held = value
                 case .failure(let failure): throw SerialError(failure)
                 }
@@ -123,10 +124,14 @@ public final class PseudoTerminal: ByteLink {
     }
 
     private static func setNonBlocking(_ fd: CInt, _ device: String) throws(SerialError) {
-        let flags = retryingInterrupts("fcntl(F_GETFL)", device) { system_fcntl(fd, F_GETFL, 0, "fcntl(F_GETFL)", device) }
+        let flags = retryingInterrupts("fcntl(F_GETFL)", device) {
+            system_fcntl(fd, F_GETFL, 0, "fcntl(F_GETFL)", device)
+        }
         switch flags {
         case .success(let value):
-            try check(retryingInterrupts("fcntl(F_SETFL)", device) { system_fcntl(fd, F_SETFL, value | O_NONBLOCK, "fcntl(F_SETFL)", device) })
+            try check(retryingInterrupts("fcntl(F_SETFL)", device) {
+                system_fcntl(fd, F_SETFL, value | O_NONBLOCK, "fcntl(F_SETFL)", device)
+            })
         case .failure(let failure):
             throw SerialError(failure)
         }

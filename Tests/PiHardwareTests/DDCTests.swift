@@ -139,7 +139,8 @@ struct UBloxDDCTests {
         #expect(out.filter { $0 != 0xFF } == stream.filter { $0 != 0xFF })
     }
 
-    @Test("writes are split so no transfer carries a single byte", arguments: [2, 3, 4, 5, 6, 7, 8, 9, 17, 100, 257, 513])
+    @Test("writes are split so no transfer carries a single byte",
+          arguments: [2, 3, 4, 5, 6, 7, 8, 9, 17, 100, 257, 513])
     func writeSplits(length: Int) throws {
         for maxChunk in [3, 4, 8, 16, 256] {
             let device = FakeUBloxI2C()

@@ -159,7 +159,8 @@ struct GPIOChipTests {
     ] as [(SystemCall, Errno, String)])
     func injected(call: SystemCall, errno: Errno, expected: String) throws {
         let driver = pi4()
-        driver.queue("/dev/gpiochip0", 4, [EdgeEvent(kind: .rising, timestamp: .seconds(1), clock: .monotonic, sequence: 1)])
+        driver.queue(
+            "/dev/gpiochip0", 4, [EdgeEvent(kind: .rising, timestamp: .seconds(1), clock: .monotonic, sequence: 1)])
         let mock = SeamMock()
         mock.fail(call, with: errno)
         do {
@@ -195,7 +196,9 @@ struct GPIOChipTests {
         #expect(driver.line("/dev/gpiochip0", 18)?.settings?.bias == .pullDown)
         #expect(try line.nextEdge(timeout: .zero) == nil)
         let events = (1...5).map {
-            EdgeEvent(kind: $0 % 2 == 1 ? .rising : .falling, timestamp: .seconds($0), clock: .monotonic, sequence: UInt64($0))
+            EdgeEvent(
+                kind: $0 % 2 == 1 ? .rising : .falling, timestamp: .seconds($0), clock: .monotonic,
+                sequence: UInt64($0))
         }
         driver.queue("/dev/gpiochip0", 18, events)
         var seen: [EdgeEvent] = []

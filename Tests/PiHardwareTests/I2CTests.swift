@@ -23,7 +23,8 @@ func ubloxOnBus7(_ device: FakeUBloxI2C) -> SeamMock {
                 var reads = try device.transfer(address: messages[0].addr, segments)[...]
                 for message in messages where message.flags & UInt16(I2C_M_RD) != 0 {
                     let bytes = reads.removeFirst()
-                    _ = UnsafeMutableBufferPointer(start: message.buf, count: Int(message.len)).update(fromContentsOf: bytes)
+                    let buffer = UnsafeMutableBufferPointer(start: message.buf, count: Int(message.len))
+                    _ = buffer.update(fromContentsOf: bytes)
                 }
                 return CInt(messages.count)
             } catch {
@@ -117,7 +118,8 @@ struct I2CAdapterTests {
     }
 
     @Test("open failures are typed", arguments: [
-        (Errno.noSuchFileOrDirectory, "noBus"), (.permissionDenied, "permissionDenied"), (.notPermitted, "permissionDenied"),
+        (Errno.noSuchFileOrDirectory, "noBus"), (.permissionDenied, "permissionDenied"),
+        (.notPermitted, "permissionDenied"),
     ])
     func openFailures(errno: Errno, expected: String) throws {
         let mock = SeamMock()
@@ -134,7 +136,8 @@ struct I2CAdapterTests {
 
     @Test("a real missing bus is .noBus")
     func missingBus() {
-        #expect(throws: I2CError.noBus(FailedCall(call: "open", device: "/dev/i2c-999", errno: .noSuchFileOrDirectory))) {
+        let failure = FailedCall(call: "open", device: "/dev/i2c-999", errno: .noSuchFileOrDirectory)
+        #expect(throws: I2CError.noBus(failure)) {
             try I2CAdapter(bus: 999)
         }
     }

@@ -82,7 +82,8 @@ struct LibgpiodTests {
     func automaticThroughSeam() throws {
         let mock = SeamMock()
         mock.fail("opendir", with: .permissionDenied)
-        #expect(throws: GPIOError.permissionDenied(FailedCall(call: "opendir", device: "/dev", errno: .permissionDenied))) {
+        let denied = FailedCall(call: "opendir", device: "/dev", errno: .permissionDenied)
+        #expect(throws: GPIOError.permissionDenied(denied)) {
             try SeamMock.$current.withValue(mock) { try GPIOChip.open(.automatic) }
         }
         // On a machine with a Pi header chip this finds it; elsewhere it lists what it saw.

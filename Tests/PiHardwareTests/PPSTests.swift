@@ -102,13 +102,17 @@ struct PPSDeviceTests {
                     try pps.nextEdge(timeout: .seconds(2))]
         }
         #expect(edges == [
-            EdgeEvent(kind: .rising, timestamp: .seconds(1_700_000_000) + .nanoseconds(12), clock: .realtime, sequence: 42),
-            EdgeEvent(kind: .rising, timestamp: .seconds(1_700_000_001) + .nanoseconds(9), clock: .realtime, sequence: 43),
+            EdgeEvent(
+                kind: .rising, timestamp: .seconds(1_700_000_000) + .nanoseconds(12), clock: .realtime, sequence: 42),
+            EdgeEvent(
+                kind: .rising, timestamp: .seconds(1_700_000_001) + .nanoseconds(9), clock: .realtime, sequence: 43),
             nil,
         ])
         // Capture of assert was off, so it was turned on, with timespec timestamps.
         #expect(source.state.withLock { $0.mode } == CInt(PPS_CAPTUREASSERT | PPS_TSFMT_TSPEC))
-        #expect(mock.calls.prefix(4) == ["open", .ioctl("PPS_GETCAP"), .ioctl("PPS_GETPARAMS"), .ioctl("PPS_SETPARAMS")])
+        #expect(mock.calls.prefix(4) == [
+            "open", .ioctl("PPS_GETCAP"), .ioctl("PPS_GETPARAMS"), .ioctl("PPS_SETPARAMS"),
+        ])
     }
 
     @Test("both edges, in time order")
@@ -185,7 +189,9 @@ struct PPSDeviceTests {
         mock.fail(call, with: .interrupted, times: 2)
         mock.fail(call, with: errno)
         do {
-            _ = try SeamMock.$current.withValue(mock) { try PPSDevice(path: "/dev/pps0").nextEdge(timeout: .seconds(1)) }
+            _ = try SeamMock.$current.withValue(mock) {
+                try PPSDevice(path: "/dev/pps0").nextEdge(timeout: .seconds(1))
+            }
             Issue.record("no error")
         } catch {
             let error = try #require(error as? PPSError)
@@ -205,7 +211,8 @@ struct PPSDeviceTests {
 
     @Test("a real missing device is .notFound")
     func missing() {
-        #expect(throws: PPSError.notFound(FailedCall(call: "open", device: "/dev/pps-missing", errno: .noSuchFileOrDirectory))) {
+        let failure = FailedCall(call: "open", device: "/dev/pps-missing", errno: .noSuchFileOrDirectory)
+        #expect(throws: PPSError.notFound(failure)) {
             try PPSDevice(path: "/dev/pps-missing")
         }
     }
