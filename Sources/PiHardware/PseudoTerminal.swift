@@ -1,5 +1,6 @@
 // A pseudo-terminal pair: the controller side stays in this object, the device side is a path
 // (/dev/pts/N) that code under test or the simulator's client opens as a serial port.
+internal import CLinuxShims
 internal import Glibc
 internal import Synchronization
 

@@ -1,5 +1,9 @@
 // The syscall seam: every C call PiHardware makes goes through one internal function here
 // (swift-system's `system_open` pattern), so tests can inject failures and see which calls ran.
+// libc structs (timespec, termios) belong to whichever C module Clang met them in first, which
+// varies between builds; importing every C module keeps MemberImportVisibility satisfied.
+internal import CGPIOD
+internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 internal import Synchronization
