@@ -1,1 +1,29 @@
-print("GNSSHatBench: not yet")
+// GNSSHatBench [NAME ...]: runs all or the named benchmarks, each side by side with its peer in
+// one run, and prints one line per comparison:
+//   bench NAME: ours=VALUE UNIT PEER=VALUE UNIT ratio=R target=T
+import Foundation
+
+/// Every benchmark, in the order `scripts/bench.sh` runs them.
+let benchmarks: [(name: String, summary: String, run: () async throws -> Void)] = [
+    ("signal", "RefCountedSignal delivery and subscribe+cancel vs a Mutex array and AsyncStream", SignalBenchmark.run),
+]
+
+var requested = Array(CommandLine.arguments.dropFirst())
+if requested.contains("--help") || requested.contains("-h") {
+    print("usage: GNSSHatBench [NAME ...]\n\nbenchmarks:")
+    for benchmark in benchmarks { print("  \(benchmark.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(benchmark.summary)") }
+    exit(0)
+}
+if requested.isEmpty { requested = benchmarks.map(\.name) }
+for name in requested where !benchmarks.contains(where: { $0.name == name }) {
+    FileHandle.standardError.write(Data("GNSSHatBench: unknown benchmark '\(name)' (known: \(benchmarks.map(\.name).joined(separator: ", ")))\n".utf8))
+    exit(2)
+}
+for benchmark in benchmarks where requested.contains(benchmark.name) {
+    do {
+        try await benchmark.run()
+    } catch {
+        FileHandle.standardError.write(Data("GNSSHatBench: \(benchmark.name) failed: \(error)\n".utf8))
+        exit(1)
+    }
+}

@@ -1,1 +1,0 @@
-// GNSSHatTesting: filled by its issue.

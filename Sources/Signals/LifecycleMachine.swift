@@ -1,0 +1,398 @@
+/// One subscription or hold of a signal. Counting is by token, so a cancel that lands at any
+/// moment (even before the start finished) removes exactly its own subscription.
+@usableFromInline
+struct SubscriberID: Hashable, Sendable, Comparable {
+    @usableFromInline var raw: UInt64
+
+    @inlinable
+    init(raw: UInt64) {
+        self.raw = raw
+    }
+
+    @inlinable
+    static func < (lhs: SubscriberID, rhs: SubscriberID) -> Bool { lhs.raw < rhs.raw }
+}
+
+/// The lifecycle of a ``RefCountedSignal`` as a plain value: events go in, the effects to
+/// perform come out. It calls nothing and knows no clock; times are passed in as offsets from
+/// the signal's reference instant. The signal holds it under a lock, transitions, unlocks, and
+/// then performs the effects (the swift-async-algorithms pattern).
+struct LifecycleMachine: Sendable {
+    enum Phase: Equatable, Sendable {
+        case idle
+        /// Subscribers wait for the minimum off time; a timer is armed.
+        case waitingToStart
+        case starting(epoch: UInt64)
+        case running(epoch: UInt64)
+        /// No subscribers; the linger timer is armed.
+        case lingering(epoch: UInt64)
+        case stopping(epoch: UInt64, reason: StopReason)
+        /// The last start or run failed. `retryArmed`: a back-off timer will start it again.
+        case failed(retryArmed: Bool)
+        case shutDown
+    }
+
+    enum StopReason: Equatable, Sendable {
+        /// The last subscriber left (after the linger).
+        case unsubscribed
+        /// The start hook threw; this stop cleans up whatever it did.
+        case startFailed
+        /// The producer reported a failure while running.
+        case producerFailed
+        /// ``RefCountedSignal/shutdown()``.
+        case shutdown
+    }
+
+    /// What the caller must do after a transition, in this order: fail the listed subscribers,
+    /// run the start or stop hook, arm the timer, finish the shutdown.
+    struct Effects: Sendable {
+        /// Subscribers removed by this transition and the error each must receive.
+        var failedSubscribers: [SubscriberID] = []
+        var failure: (any Error)?
+        /// Run the start hook for this epoch.
+        var start: UInt64?
+        /// Run the stop hook for this epoch.
+        var stop: UInt64?
+        /// Arm the single timer: call `timerFired(generation:)` at `deadline`.
+        var timer: (generation: UInt64, deadline: Duration)?
+        /// The timer armed before is no longer wanted.
+        var timerCancelled = false
+        /// Subscribers waiting for the producer to be up may proceed.
+        var becameRunning = false
+        /// The shutdown has completed; resume whoever waits for it.
+        var shutdownFinished = false
+        /// Forget the latest value (the producer failed and replay says clear on failure).
+        var clearLatest = false
+
+        static let none = Effects()
+
+        /// Nothing to do: no hook, timer, failure or shutdown (the common subscribe/cancel).
+        var isEmpty: Bool {
+            failedSubscribers.isEmpty && start == nil && stop == nil && timer == nil && !timerCancelled
+                && !becameRunning && !shutdownFinished && !clearLatest
+        }
+    }
+
+    let linger: Duration
+    let minimumOffTime: Duration
+    let restart: RestartPolicy
+    let clearLatestOnFailure: Bool
+
+    private(set) var phase: Phase = .idle
+    private(set) var subscribers: Set<SubscriberID> = []
+    /// Incremented by every start; hooks and emitters carry it so that stale ones do nothing.
+    private(set) var epoch: UInt64 = 0
+    /// Incremented whenever the timer is armed or disarmed; a stale timer does nothing.
+    private(set) var timerGeneration: UInt64 = 0
+    private(set) var timerArmed = false
+    private(set) var shutdownRequested = false
+    /// Failed starts in a row (reset by a successful start or when the waiting subscribers
+    /// are given up).
+    private(set) var failedStartsInARow = 0
+    /// A failure the producer reported while its start was still running.
+    private var failureDuringStart: (any Error)?
+    /// Where the machine rests with nobody subscribed: `.idle`, or `.failed` after a failure.
+    private var restingPhase: Phase = .idle
+
+    private(set) var lastStopEnd: Duration?
+    private(set) var lastFailure: (any Error)?
+    private(set) var starts = 0
+    private(set) var stops = 0
+    private(set) var failures = 0
+    private var runningSince: Duration?
+    private var activeSince: Duration?
+    private var timeRunningTotal: Duration = .zero
+    private var timeActiveTotal: Duration = .zero
+
+    init(configuration: SignalConfiguration) {
+        linger = configuration.linger
+        minimumOffTime = configuration.minimumOffTime
+        restart = configuration.restart
+        clearLatestOnFailure = configuration.replay.clearOnFailure
+    }
+
+    // MARK: - Queries
+
+    var state: SignalState {
+        switch phase {
+        case .idle: .idle
+        case .waitingToStart: .waitingToStart
+        case .starting: .starting
+        case .running: .running
+        case .lingering: .lingering
+        case .stopping: .stopping
+        case .failed: .failed
+        case .shutDown: .shutDown
+        }
+    }
+
+    /// Whether values from the producer of `epoch` are accepted now.
+    func acceptsValues(from epoch: UInt64) -> Bool {
+        acceptingEpoch == epoch
+    }
+
+    /// The run whose values are accepted now: the one starting, running or lingering.
+    var acceptingEpoch: UInt64? {
+        switch phase {
+        case let .starting(current), let .running(current), let .lingering(current): current
+        default: nil
+        }
+    }
+
+    /// Whether the producer has finished starting and runs now.
+    var isRunning: Bool {
+        switch phase {
+        case .running, .lingering: true
+        default: false
+        }
+    }
+
+    func timeRunning(now: Duration) -> Duration {
+        timeRunningTotal + (runningSince.map { now - $0 } ?? .zero)
+    }
+
+    func timeActive(now: Duration) -> Duration {
+        timeActiveTotal + (activeSince.map { now - $0 } ?? .zero)
+    }
+
+    // MARK: - Events
+
+    /// A subscription or hold arrives. Returns `nil` when the signal is shut down. (`now` is
+    /// read only when this subscriber starts the producer: reading a clock is not free.)
+    mutating func subscribe(_ id: SubscriberID, now: @autoclosure () -> Duration) -> Effects? {
+        guard !shutdownRequested else { return nil }
+        subscribers.insert(id)
+        var effects = Effects()
+        switch phase {
+        case .idle, .failed(retryArmed: false):
+            beginStartIfAllowed(now: now(), into: &effects)
+        case let .lingering(epoch):
+            phase = .running(epoch: epoch)
+            disarmTimer(into: &effects)
+        case .failed(retryArmed: true), .waitingToStart, .starting, .running, .stopping, .shutDown:
+            // A pending timer, start or stop already leads to a start; the newcomer waits.
+            break
+        }
+        return effects
+    }
+
+    /// A subscription or hold is cancelled. A second cancel of the same token does nothing.
+    /// (`now` is read only when the last subscriber leaves.)
+    mutating func cancel(_ id: SubscriberID, now: @autoclosure () -> Duration) -> Effects {
+        guard subscribers.remove(id) != nil, subscribers.isEmpty else { return .none }
+        var effects = Effects()
+        switch phase {
+        case let .running(epoch):
+            lastSubscriberLeft(epoch: epoch, now: now(), into: &effects)
+        case .waitingToStart:
+            phase = restingPhase
+            disarmTimer(into: &effects)
+        case .failed(retryArmed: true):
+            phase = .failed(retryArmed: false)
+            failedStartsInARow = 0
+            disarmTimer(into: &effects)
+        case .idle, .failed(retryArmed: false), .starting, .lingering, .stopping, .shutDown:
+            // Starting: the stop follows when the start finishes. Stopping: nothing to undo.
+            break
+        }
+        return effects
+    }
+
+    /// The start hook of `epoch` returned.
+    mutating func startSucceeded(epoch: UInt64, now: Duration) -> Effects {
+        guard case .starting(epoch) = phase else { return .none }
+        failedStartsInARow = 0
+        runningSince = now
+        phase = .running(epoch: epoch)
+        var effects = Effects()
+        if let failure = failureDuringStart {
+            failureDuringStart = nil
+            producerFailed(epoch: epoch, error: failure, now: now, into: &effects)
+        } else if shutdownRequested {
+            beginStop(epoch: epoch, reason: .shutdown, now: now, into: &effects)
+        } else if subscribers.isEmpty {
+            lastSubscriberLeft(epoch: epoch, now: now, into: &effects)
+        } else {
+            effects.becameRunning = true
+        }
+        return effects
+    }
+
+    /// The start hook of `epoch` threw. The stop hook runs to clean up a partial start; the
+    /// subscribers get the error now unless the restart policy retries for them.
+    mutating func startFailed(epoch: UInt64, error: any Error, now: Duration) -> Effects {
+        guard case .starting(epoch) = phase else { return .none }
+        failureDuringStart = nil
+        failures += 1
+        failedStartsInARow += 1
+        lastFailure = error
+        var effects = Effects()
+        if shutdownRequested || restart.backoff(afterFailures: failedStartsInARow) == nil {
+            failAllSubscribers(with: error, into: &effects)
+            failedStartsInARow = 0
+        }
+        if clearLatestOnFailure { effects.clearLatest = true }
+        beginStop(epoch: epoch, reason: .startFailed, now: now, into: &effects)
+        return effects
+    }
+
+    /// The producer of `epoch` reported a failure: every subscriber gets it and the stop runs.
+    mutating func producerFailed(epoch: UInt64, error: any Error, now: Duration) -> Effects {
+        var effects = Effects()
+        switch phase {
+        case .starting(epoch):
+            // Handled when the start hook returns, so the stop never overlaps the start.
+            if failureDuringStart == nil { failureDuringStart = error }
+        case .running(epoch), .lingering(epoch):
+            producerFailed(epoch: epoch, error: error, now: now, into: &effects)
+        default:
+            break
+        }
+        return effects
+    }
+
+    /// The stop hook of `epoch` returned.
+    mutating func stopFinished(epoch: UInt64, now: Duration) -> Effects {
+        guard case .stopping(epoch, let reason) = phase else { return .none }
+        lastStopEnd = now
+        if let since = activeSince {
+            timeActiveTotal += now - since
+            activeSince = nil
+        }
+        var effects = Effects()
+        if shutdownRequested {
+            phase = .shutDown
+            effects.shutdownFinished = true
+            return effects
+        }
+        switch reason {
+        case .startFailed where !subscribers.isEmpty && failedStartsInARow > 0:
+            // The policy keeps these subscribers waiting: retry after the back-off.
+            let delay = restart.backoff(afterFailures: failedStartsInARow) ?? .zero
+            restingPhase = .failed(retryArmed: false)
+            phase = .failed(retryArmed: true)
+            armTimer(deadline: now + max(delay, minimumOffTime), into: &effects)
+        case .startFailed, .producerFailed:
+            failedStartsInARow = 0
+            restingPhase = .failed(retryArmed: false)
+            phase = restingPhase
+            // Subscribers that arrived during the stop are the "next subscribers".
+            if !subscribers.isEmpty { beginStartIfAllowed(now: now, into: &effects) }
+        case .unsubscribed, .shutdown:
+            restingPhase = .idle
+            phase = restingPhase
+            if !subscribers.isEmpty { beginStartIfAllowed(now: now, into: &effects) }
+        }
+        return effects
+    }
+
+    /// The timer armed with `generation` fired.
+    mutating func timerFired(generation: UInt64, now: Duration) -> Effects {
+        guard timerArmed, generation == timerGeneration else { return .none }
+        timerArmed = false
+        var effects = Effects()
+        switch phase {
+        case let .lingering(epoch):
+            beginStop(epoch: epoch, reason: .unsubscribed, now: now, into: &effects)
+        case .waitingToStart, .failed(retryArmed: true):
+            if subscribers.isEmpty {
+                phase = restingPhase
+            } else {
+                beginStart(now: now, into: &effects)
+            }
+        default:
+            break
+        }
+        return effects
+    }
+
+    /// Shut down: every subscriber gets ``SignalError/shutDown``, the producer stops (at once,
+    /// without linger) once any start in progress has finished.
+    mutating func shutdown(now: Duration) -> Effects {
+        var effects = Effects()
+        guard !shutdownRequested else {
+            effects.shutdownFinished = phase == .shutDown
+            return effects
+        }
+        shutdownRequested = true
+        failAllSubscribers(with: SignalError.shutDown, into: &effects)
+        if timerArmed { disarmTimer(into: &effects) }
+        switch phase {
+        case .idle, .failed, .waitingToStart:
+            phase = .shutDown
+            effects.shutdownFinished = true
+        case let .running(epoch), let .lingering(epoch):
+            beginStop(epoch: epoch, reason: .shutdown, now: now, into: &effects)
+        case .starting, .stopping:
+            break  // the hook in progress finishes first
+        case .shutDown:
+            effects.shutdownFinished = true
+        }
+        return effects
+    }
+
+    // MARK: - Transitions
+
+    private mutating func beginStartIfAllowed(now: Duration, into effects: inout Effects) {
+        if let end = lastStopEnd, minimumOffTime > .zero, now < end + minimumOffTime {
+            phase = .waitingToStart
+            armTimer(deadline: end + minimumOffTime, into: &effects)
+        } else {
+            beginStart(now: now, into: &effects)
+        }
+    }
+
+    private mutating func beginStart(now: Duration, into effects: inout Effects) {
+        epoch += 1
+        starts += 1
+        activeSince = now
+        phase = .starting(epoch: epoch)
+        effects.start = epoch
+    }
+
+    private mutating func lastSubscriberLeft(epoch: UInt64, now: Duration, into effects: inout Effects) {
+        if linger > .zero {
+            phase = .lingering(epoch: epoch)
+            armTimer(deadline: now + linger, into: &effects)
+        } else {
+            beginStop(epoch: epoch, reason: .unsubscribed, now: now, into: &effects)
+        }
+    }
+
+    private mutating func beginStop(epoch: UInt64, reason: StopReason, now: Duration, into effects: inout Effects) {
+        if timerArmed { disarmTimer(into: &effects) }
+        if let since = runningSince {
+            timeRunningTotal += now - since
+            runningSince = nil
+        }
+        stops += 1
+        phase = .stopping(epoch: epoch, reason: reason)
+        effects.stop = epoch
+    }
+
+    private mutating func producerFailed(epoch: UInt64, error: any Error, now: Duration, into effects: inout Effects) {
+        failures += 1
+        lastFailure = error
+        failAllSubscribers(with: error, into: &effects)
+        if clearLatestOnFailure { effects.clearLatest = true }
+        beginStop(epoch: epoch, reason: .producerFailed, now: now, into: &effects)
+    }
+
+    private mutating func failAllSubscribers(with error: any Error, into effects: inout Effects) {
+        effects.failedSubscribers = subscribers.sorted()
+        effects.failure = error
+        subscribers.removeAll()
+    }
+
+    private mutating func armTimer(deadline: Duration, into effects: inout Effects) {
+        timerGeneration += 1
+        timerArmed = true
+        effects.timer = (timerGeneration, deadline)
+    }
+
+    private mutating func disarmTimer(into effects: inout Effects) {
+        timerGeneration += 1
+        timerArmed = false
+        effects.timerCancelled = true
+    }
+}

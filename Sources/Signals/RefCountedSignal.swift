@@ -1,0 +1,241 @@
+public import Synchronization
+
+/// A value stream backed by a costly side effect that runs only while somebody subscribes.
+///
+/// The first subscriber runs the `start` hook (power the receiver on), the last one — after
+/// ``SignalConfiguration/linger`` — runs the `stop` hook (power it off), and a later subscriber
+/// starts it again. Every new subscriber gets the latest value at once. Start and stop never
+/// overlap; a failed start reaches every waiting subscriber; ``shutdown()`` stops and waits.
+///
+/// ```swift
+/// let positions = RefCountedSignal<Fix>(configuration: .init(linger: .seconds(5))) { emitter in
+///     try await receiver.powerOn { fix in emitter.send(fix) }   // start: first subscriber
+/// } stop: {
+///     await receiver.powerOff()                                 // stop: after the last one
+/// }
+/// for try await fix in positions { print(fix) }                 // powered while iterating
+/// ```
+///
+/// Values are delivered to callback subscribers synchronously in the producer's context (keep
+/// callbacks short), and to async subscribers through a per-subscriber buffer that never
+/// blocks the producer. A producer sends from one task or thread at a time. A value already
+/// on its way when a subscriber cancels may still reach it.
+public final class RefCountedSignal<Value: Sendable>: Sendable {
+    /// Starts the producer; returns when it runs (values may be sent before it returns).
+    /// Throwing fails every waiting subscriber (or retries, per ``RestartPolicy``); the stop
+    /// hook then runs anyway, so it must undo a partial start.
+    public typealias StartHook = @Sendable (SignalEmitter<Value>) async throws -> Void
+    /// Stops the producer. Never overlaps a start.
+    public typealias StopHook = @Sendable () async -> Void
+
+    @usableFromInline let core: SignalCore
+    @usableFromInline let delivery: Delivery<Value>
+
+    /// Makes a signal whose timers run on `clock` (inject a manual clock in tests).
+    public convenience init(
+        configuration: SignalConfiguration = SignalConfiguration(),
+        clock: some Clock<Duration>,
+        start: @escaping StartHook,
+        stop: @escaping StopHook
+    ) {
+        self.init(configuration: configuration, signalClock: SignalClock(clock), start: start, stop: stop)
+    }
+
+    /// Makes a signal whose timers run on the continuous clock.
+    public convenience init(
+        configuration: SignalConfiguration = SignalConfiguration(),
+        start: @escaping StartHook,
+        stop: @escaping StopHook
+    ) {
+        self.init(configuration: configuration, clock: ContinuousClock(), start: start, stop: stop)
+    }
+
+    init(configuration: SignalConfiguration, signalClock: SignalClock, start: @escaping StartHook,
+         stop: @escaping StopHook) {
+        let delivery = Delivery<Value>(clock: signalClock, replay: configuration.replay)
+        // The start hook needs the core for its emitter, and the core needs the hook: the box
+        // is filled right after the core is made, before anything can start.
+        let coreBox = Mutex<SignalCore?>(nil)
+        let core = SignalCore(configuration: configuration, clock: signalClock, delivery: delivery) { epoch in
+            guard let core = coreBox.withLock({ $0 }) else { return }
+            try await start(SignalEmitter(core: core, delivery: delivery, epoch: epoch))
+        } stop: {
+            await stop()
+        }
+        coreBox.withLock { $0 = core }
+        self.core = core
+        self.delivery = delivery
+    }
+
+    // MARK: - Subscribing
+
+    /// Subscribes with callbacks. `onValue` gets the latest value at once (when there is one
+    /// and replay allows it), then every new value, in the producer's context. `onCompletion`
+    /// is called once if the producer fails or the signal shuts down — not after `cancel()`.
+    /// The subscription lasts until the token is cancelled or released.
+    @inlinable
+    public func subscribe(
+        onValue: @escaping @Sendable (Value) -> Void,
+        onCompletion: @escaping @Sendable (SignalCompletion) -> Void = { _ in }
+    ) -> SignalToken {
+        subscribeCallback(call: onValue, callSample: nil, onCompletion: onCompletion).token
+    }
+
+    /// Like ``subscribe(onValue:onCompletion:)``, with each value's age (zero for a live
+    /// value, the time since it was sent for a replayed one).
+    @inlinable
+    public func subscribe(
+        onSample: @escaping @Sendable (Sample<Value>) -> Void,
+        onCompletion: @escaping @Sendable (SignalCompletion) -> Void = { _ in }
+    ) -> SignalToken {
+        subscribeCallback(
+            call: { onSample(Sample(value: $0, age: .zero)) },
+            callSample: onSample,
+            onCompletion: onCompletion
+        ).token
+    }
+
+    /// Subscribes as an async sequence: the subscription counts from now until it is
+    /// cancelled, released, or the iterating task is cancelled. Iteration throws the
+    /// producer's failure (or ``SignalError/shutDown``) once, after any buffered values.
+    @inlinable
+    public func subscribe(buffering: SubscriptionBuffering = .latest) -> SignalSubscription<Value> {
+        let buffer = StreamBuffer<Value>(id: core.makeID(), buffering: buffering, delivery: delivery)
+        let delivery = delivery
+        let accepted = core.subscribe(buffer.id, end: { buffer.end($0) }) {
+            delivery.add(buffer)
+        }
+        if !accepted { buffer.finish(.failure(SignalError.shutDown)) }
+        return SignalSubscription(core: core, buffer: buffer)
+    }
+
+    /// Keeps the producer running without consuming values (pre-warm, or keep a receiver on
+    /// for time service) until the token is cancelled or released. A hold ends like a
+    /// subscription when the producer fails or the signal shuts down; `onCompletion` says so,
+    /// so a holder that must keep the producer on can hold again.
+    public func hold(onCompletion: @escaping @Sendable (SignalCompletion) -> Void = { _ in }) -> SignalToken {
+        let id = core.makeID()
+        let end: SubscriberEnd = { completion in
+            if let completion { onCompletion(completion) }
+        }
+        guard core.subscribe(id, end: end, register: {}) else {
+            onCompletion(.failure(SignalError.shutDown))
+            return SignalToken()
+        }
+        return SignalToken(core: core, id: id)
+    }
+
+    // MARK: - Observing
+
+    /// The producer's current lifecycle state.
+    public var state: SignalState { core.state }
+
+    /// The current state, then every change, until the signal shuts down.
+    public func stateChanges() -> AsyncStream<SignalState> { core.stateChanges() }
+
+    /// Counters: starts, stops, failures, time running and active, current subscribers.
+    public var statistics: SignalStatistics { core.statistics }
+
+    /// Current subscriptions and holds.
+    public var subscriberCount: Int { core.subscriberCount }
+
+    /// The latest value, if replay keeps one and it is not older than `maxAge`, with its age
+    /// when the signal timed it (see ``Sample/age``).
+    public var latest: Sample<Value>? {
+        delivery.latestSample()
+    }
+
+    /// Stops the producer (at once, without linger, after any start in progress) and waits
+    /// until it has stopped. Every subscriber gets ``SignalError/shutDown``; so does every
+    /// later one. Calling it again waits for the same end.
+    public func shutdown() async {
+        await core.shutdown()
+    }
+
+    // MARK: - Internals used by derived signals and tests
+
+    @inlinable
+    func subscribeCallback(
+        call: @escaping @Sendable (Value) -> Void,
+        callSample: (@Sendable (Sample<Value>) -> Void)?,
+        onCompletion: @escaping @Sendable (SignalCompletion) -> Void
+    ) -> (token: SignalToken, id: SubscriberID) {
+        let delivery = delivery
+        let sink = CallbackSink(id: core.makeID(), call: call, callSample: callSample,
+                                onCompletion: onCompletion, delivery: delivery)
+        var replay: Sample<Value>?
+        let accepted = core.subscribe(sink.id, end: { sink.end($0) }) {
+            replay = delivery.add(sink)
+        }
+        guard accepted else {
+            onCompletion(.failure(SignalError.shutDown))
+            return (SignalToken(), sink.id)
+        }
+        if let replay { delivery.completeReplay(sink, replay: replay) }
+        return (SignalToken(core: core, id: sink.id), sink.id)
+    }
+
+    /// Whether a hook or a due timer is still to act (for tests).
+    var hasPendingTransition: Bool { core.hasPendingTransition }
+}
+
+/// The producer's handle on its signal, given to the start hook. It belongs to one run: once
+/// that run stops, what it sends is ignored.
+public struct SignalEmitter<Value: Sendable>: Sendable {
+    @usableFromInline let core: SignalCore
+    @usableFromInline let delivery: Delivery<Value>
+    @usableFromInline let epoch: UInt64
+
+    init(core: SignalCore, delivery: Delivery<Value>, epoch: UInt64) {
+        self.core = core
+        self.delivery = delivery
+        self.epoch = epoch
+    }
+
+    /// Delivers a value to every subscriber and keeps it as the latest.
+    @inlinable
+    public func send(_ value: Value) {
+        delivery.emit(value, epoch: epoch)
+    }
+
+    /// Reports that the producer failed while running: every subscriber gets `error` and the
+    /// stop hook runs. (A failure during the start hook is better thrown from it.)
+    public func fail(_ error: any Error) {
+        core.producerFailed(epoch: epoch, error: error)
+    }
+
+    /// Whether this run still accepts values; a producer loop can end when it turns false.
+    public var isActive: Bool {
+        core.isAccepting(epoch: epoch)
+    }
+}
+
+/// Keeps a subscription or hold alive; cancelled by ``cancel()`` or when released.
+public final class SignalToken: Sendable {
+    @usableFromInline let core: SignalCore?
+    @usableFromInline let id: SubscriberID
+    @usableFromInline let cancelled = Atomic<Bool>(false)
+
+    /// A token for a subscription that was refused (the signal is shut down).
+    @inlinable
+    init() {
+        core = nil
+        id = SubscriberID(raw: 0)
+    }
+
+    @inlinable
+    init(core: SignalCore, id: SubscriberID) {
+        self.core = core
+        self.id = id
+    }
+
+    /// Ends the subscription. Calling it again does nothing.
+    public func cancel() {
+        guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        core?.cancel(id)
+    }
+
+    deinit {
+        cancel()
+    }
+}

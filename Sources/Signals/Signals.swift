@@ -1,1 +1,0 @@
-// Placeholder: RefCountedSignal lands with issue 2.
