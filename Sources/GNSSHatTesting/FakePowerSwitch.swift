@@ -1,3 +1,4 @@
+import Signals
 import Synchronization
 public import Testing
 
@@ -47,7 +48,7 @@ public final class FakePowerSwitch: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let sourceLocation: SourceLocation
 
     public init(sourceLocation: SourceLocation = #_sourceLocation) {
@@ -176,7 +177,7 @@ public final class PowerGate: Sendable {
         var reachWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init() {}
 

@@ -1,3 +1,4 @@
+import Signals
 import Synchronization
 
 /// A clock that moves only when told to, for deterministic tests of anything that takes a
@@ -48,7 +49,7 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

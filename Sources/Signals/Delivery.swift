@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// Everyone a value goes to, as an immutable snapshot: sending a value copies one reference
 /// under the lock; subscribing or cancelling builds a new snapshot (rare next to sending).
 @usableFromInline
@@ -110,7 +108,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
         init() {}
     }
 
-    @usableFromInline let state = Mutex(State())
+    @usableFromInline let state = Lock(State())
     @usableFromInline let clock: SignalClock
     @usableFromInline let replay: ReplayPolicy
 

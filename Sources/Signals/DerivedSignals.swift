@@ -1,5 +1,3 @@
-import Synchronization
-
 extension RefCountedSignal {
     /// A signal of transformed values that is itself reference-counted: its first subscriber
     /// subscribes this signal (powering the producer on), its last one (after its own linger)
@@ -38,7 +36,7 @@ extension RefCountedSignal {
     ) -> RefCountedSignal<T> {
         // One upstream subscription per run of the derived signal; start and stop never
         // overlap, so one slot suffices.
-        let upstream = Mutex<SignalToken?>(nil)
+        let upstream = Lock<SignalToken?>(nil)
         return RefCountedSignal<T>(
             configuration: configuration,
             signalClock: core.clock,

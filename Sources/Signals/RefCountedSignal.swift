@@ -55,7 +55,7 @@ public final class RefCountedSignal<Value: Sendable>: Sendable {
         let delivery = Delivery<Value>(clock: signalClock, replay: configuration.replay)
         // The start hook needs the core for its emitter, and the core needs the hook: the box
         // is filled right after the core is made, before anything can start.
-        let coreBox = Mutex<SignalCore?>(nil)
+        let coreBox = Lock<SignalCore?>(nil)
         let core = SignalCore(configuration: configuration, clock: signalClock, delivery: delivery) { epoch in
             guard let core = coreBox.withLock({ $0 }) else { return }
             try await start(SignalEmitter(core: core, delivery: delivery, epoch: epoch))

@@ -26,7 +26,7 @@ final class SignalCore: Sendable {
     private let delivery: any DeliveryControl
     private let startHook: @Sendable (UInt64) async throws -> Void
     private let stopHook: @Sendable () async -> Void
-    private let locked: Mutex<State>
+    private let locked: Lock<State>
     private let ids = Atomic<UInt64>(0)
 
     init(
@@ -40,7 +40,7 @@ final class SignalCore: Sendable {
         self.delivery = delivery
         startHook = start
         stopHook = stop
-        locked = Mutex(State(machine: LifecycleMachine(configuration: configuration)))
+        locked = Lock(State(machine: LifecycleMachine(configuration: configuration)))
     }
 
     // MARK: - Subscribers

@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// The delivery end of a callback subscription. Live values go straight to `call` from the
 /// delivery snapshot; the sink itself only matters while the replayed latest value is being
 /// handed over (live values that arrive meanwhile are stashed, so none overtakes the replay)
@@ -23,7 +21,7 @@ final class CallbackSink<Value: Sendable>: Sendable {
     @usableFromInline let callSample: (@Sendable (Sample<Value>) -> Void)?
     @usableFromInline let onCompletion: @Sendable (SignalCompletion) -> Void
     @usableFromInline let delivery: Delivery<Value>
-    @usableFromInline let stash = Mutex(Stash())
+    @usableFromInline let stash = Lock(Stash())
 
     @inlinable
     init(
@@ -160,7 +158,7 @@ final class StreamBuffer<Value: Sendable>: Sendable {
     @usableFromInline let id: SubscriberID
     @usableFromInline let capacity: Int
     @usableFromInline let delivery: Delivery<Value>
-    @usableFromInline let state = Mutex(State())
+    @usableFromInline let state = Lock(State())
 
     @inlinable
     init(id: SubscriberID, buffering: SubscriptionBuffering, delivery: Delivery<Value>) {

@@ -1,4 +1,5 @@
 import GNSSHatTesting
+import Signals
 import Synchronization
 import Testing
 
@@ -106,7 +107,7 @@ struct FakePowerSwitchTests {
 }
 
 final class Recorder: Sendable {
-    private let state = Mutex<[String]>([])
+    private let state = Lock<[String]>([])
     var items: [String] { state.withLock { $0 } }
     func append(_ item: String) { state.withLock { $0.append(item) } }
 }

@@ -411,7 +411,7 @@ struct RefCountedSignalTests {
 }
 
 final class AgeInbox: Sendable {
-    private let state = Mutex<[Sample<Int>]>([])
+    private let state = Lock<[Sample<Int>]>([])
     var samples: [Sample<Int>] { state.withLock { $0 } }
     func append(_ sample: Sample<Int>) { state.withLock { $0.append(sample) } }
 }

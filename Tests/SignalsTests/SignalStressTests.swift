@@ -125,7 +125,7 @@ struct SignalStressTests {
 
 final class SharedProgress: Sendable {
     let next = Atomic<Int>(0)
-    let violations = Mutex<[String]>([])
+    let violations = Lock<[String]>([])
 }
 
 /// The tokens of one schedule, with what happened to each, and the async consumers.
@@ -152,7 +152,7 @@ final class TokenTracker: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     func subscribeCallback(_ signal: RefCountedSignal<Int>) {
         let index = reserve()

@@ -7,7 +7,7 @@ import Testing
 /// current run so a test can send values or report a failure.
 final class TestProducer: Sendable {
     let power: FakePowerSwitch
-    private let emitter = Mutex<SignalEmitter<Int>?>(nil)
+    private let emitter = Lock<SignalEmitter<Int>?>(nil)
 
     init(power: FakePowerSwitch = FakePowerSwitch()) {
         self.power = power
@@ -44,7 +44,7 @@ struct TestFailure: Error, Equatable {
 
 /// Collects callback deliveries.
 final class Inbox: Sendable {
-    private let state = Mutex<(values: [Int], completions: [String])>(([], []))
+    private let state = Lock<(values: [Int], completions: [String])>(([], []))
 
     var values: [Int] { state.withLock { $0.values } }
     var completions: [String] { state.withLock { $0.completions } }
