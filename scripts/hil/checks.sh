@@ -1,0 +1,232 @@
+# Kernel-level checks of the hardware-in-loop rig, sourced by the guest's /init (busybox sh).
+# They prove the simulated hat behind the real kernel interfaces with stock tools, before
+# any of our Swift code runs: libgpiod's gpioinfo/gpioset/gpioget/gpiomon on the GPIO
+# character device, i2c-tools' i2ctransfer (I2C_RDWR) and i2cdetect on i2c-dev.
+# Each check is a function run in a subshell by `check NAME FUNCTION` (see /init): it fails
+# through `fail MESSAGE`, or any command that returns non-zero under `set -e`.
+
+SIM_GPIO=/sys/devices/platform/gnss-gpio-sim
+DDC_ATTR=/sys/class/misc/ubx-sim
+DDC_CTL=/dev/ubx-sim
+
+fail() { echo "$*"; exit 1; }
+
+# wait_until TENTHS COMMAND...: polls COMMAND every 0.1 s until it succeeds; a bound on a
+# hang, not a timing assertion.
+wait_until() {
+    tries=$1
+    shift
+    while ! "$@"; do
+        tries=$((tries - 1))
+        [ "$tries" -gt 0 ] || return 1
+        sleep 0.1
+    done
+}
+
+gpio_chip() { basename "$(ls -d $SIM_GPIO/gpiochip* | head -n 1)"; }
+# line_offset NAME: the line's offset, from the module's names parameter.
+line_offset() {
+    tr ',' '\n' </sys/module/gnss_gpio_sim/parameters/names | grep -n -x "$1" | cut -d: -f1 | awk '{print $1 - 1}'
+}
+level() { cat "$SIM_GPIO/sim_gpio$(line_offset "$1")/value"; }
+set_pull() { echo "$2" >"$SIM_GPIO/sim_gpio$(line_offset "$1")/pull"; }
+level_is() { [ "$(level "$1")" = "$2" ]; }
+line_used_by() { gpioinfo "$(gpio_chip)" | grep "\"$1\"" | grep -q "\"$2\""; }
+
+ddc_bus() {
+    for adapter in /sys/class/i2c-adapter/i2c-*; do
+        if [ "$(cat "$adapter/name")" = ubx-ddc-sim ]; then
+            basename "$adapter" | cut -d- -f2
+            return 0
+        fi
+    done
+    return 1
+}
+ddc_reset() { echo 1 >$DDC_ATTR/reset; }
+ddc_stat() { grep "^$1=" $DDC_ATTR/stats | cut -d= -f2; }
+# hex: a byte stream as i2ctransfer prints it ("0x01 0x2c").
+hex() { hexdump -v -e '/1 "0x%02x "' | sed 's/ $//'; }
+# rdwr ARGS...: i2ctransfer on the simulated bus, output on one line.
+rdwr() { i2ctransfer -y "$(ddc_bus)" "$@"; }
+
+check_boot_devices() {
+    set -e
+    [ -d $SIM_GPIO ] || fail "no $SIM_GPIO"
+    [ -c "/dev/$(gpio_chip)" ] || fail "no GPIO character device for $(gpio_chip)"
+    [ -c $DDC_CTL ] || fail "no $DDC_CTL"
+    bus=$(ddc_bus) || fail "no I2C adapter named ubx-ddc-sim"
+    [ -c "/dev/i2c-$bus" ] || fail "no /dev/i2c-$bus"
+}
+
+check_gpio_names() {
+    set -e
+    chip=$(gpio_chip)
+    gpiodetect | grep -q "^$chip \[gnss-hat-sim\] (6 lines)" || fail "gpiodetect: $(gpiodetect)"
+    gpioinfo "$chip" | tee /tmp/gpioinfo.out
+    offset=0
+    for name in GNSS_PWR_EN GNSS_RESET_N GNSS_STANDBY GNSS_FORCE_ON GNSS_PPS GNSS_EXTINT; do
+        grep -q -E "line +$offset: +\"$name\" +unused" /tmp/gpioinfo.out || fail "line $offset is not an unused $name"
+        [ "$(gpiofind "$name")" = "$chip $offset" ] || fail "gpiofind $name: $(gpiofind "$name")"
+        offset=$((offset + 1))
+    done
+}
+
+check_gpio_output() {
+    set -e
+    chip=$(gpio_chip)
+    pwr=$(line_offset GNSS_PWR_EN)
+    reset=$(line_offset GNSS_RESET_N)
+    level_is GNSS_PWR_EN 0 || fail "GNSS_PWR_EN is high while nobody drives it"
+    level_is GNSS_RESET_N 1 || fail "GNSS_RESET_N is low while nobody drives it"
+    gpioset --mode=signal "$chip" "$pwr=1" "$reset=0" &
+    holder=$!
+    wait_until 50 line_used_by GNSS_PWR_EN gpioset || fail "gpioset never took GNSS_PWR_EN"
+    gpioinfo "$chip" | grep "GNSS_PWR_EN"
+    level_is GNSS_PWR_EN 1 || fail "GNSS_PWR_EN reads $(level GNSS_PWR_EN) while gpioset drives it high"
+    level_is GNSS_RESET_N 0 || fail "GNSS_RESET_N reads $(level GNSS_RESET_N) while gpioset drives it low"
+    kill "$holder"
+    wait "$holder" || true
+    wait_until 50 level_is GNSS_PWR_EN 0 || fail "GNSS_PWR_EN did not fall back to its pull-down"
+    level_is GNSS_RESET_N 1 || fail "GNSS_RESET_N did not fall back to its pull-up"
+    # An input follows its pull, which is how the harness drives a line from outside.
+    set_pull GNSS_EXTINT pull-up
+    [ "$(gpioget "$chip" "$(line_offset GNSS_EXTINT)")" = 1 ] || fail "gpioget does not see the pull-up"
+    set_pull GNSS_EXTINT pull-down
+    [ "$(gpioget "$chip" "$(line_offset GNSS_EXTINT)")" = 0 ] || fail "gpioget does not see the pull-down"
+}
+
+check_gpio_busy() {
+    set -e
+    chip=$(gpio_chip)
+    pwr=$(line_offset GNSS_PWR_EN)
+    gpioset --mode=signal "$chip" "$pwr=1" &
+    holder=$!
+    wait_until 50 line_used_by GNSS_PWR_EN gpioset || fail "gpioset never took GNSS_PWR_EN"
+    if gpioset "$chip" "$pwr=0" 2>/tmp/busy.err; then
+        kill "$holder"
+        fail "a second consumer got a line already held"
+    fi
+    kill "$holder"
+    wait "$holder" || true
+    cat /tmp/busy.err
+    grep -q "Device or resource busy" /tmp/busy.err || fail "the second request failed otherwise: $(cat /tmp/busy.err)"
+}
+
+check_gpio_edges() {
+    set -e
+    chip=$(gpio_chip)
+    pps=$(line_offset GNSS_PPS)
+    set_pull GNSS_PPS pull-down
+    timeout 20 gpiomon --num-events=4 "$chip" "$pps" >/tmp/gpiomon.out &
+    monitor=$!
+    wait_until 50 line_used_by GNSS_PPS gpiomon || fail "gpiomon never took GNSS_PPS"
+    # gpiolib tells a rising from a falling edge by the level when its IRQ thread runs, so
+    # leave it time to run between the two halves of a pulse.
+    for pulse in 1 2; do
+        set_pull GNSS_PPS pull-up
+        sleep 0.05
+        set_pull GNSS_PPS pull-down
+        sleep 0.05
+    done
+    wait "$monitor" || fail "gpiomon did not see four edges: $(cat /tmp/gpiomon.out)"
+    cat /tmp/gpiomon.out
+    [ "$(grep -c 'RISING EDGE' /tmp/gpiomon.out)" = 2 ] || fail "expected 2 rising edges"
+    [ "$(grep -c 'FALLING EDGE' /tmp/gpiomon.out)" = 2 ] || fail "expected 2 falling edges"
+    # Kernel timestamps: present and strictly increasing.
+    previous=0
+    for stamp in $(sed -n 's/.*timestamp: \[ *\([0-9]*\)\.\([0-9]*\)\].*/\1\2/p' /tmp/gpiomon.out); do
+        stamp=$(echo "$stamp" | sed 's/^0*//')
+        [ -n "$stamp" ] && [ "$stamp" -gt "$previous" ] || fail "timestamps not increasing: $(cat /tmp/gpiomon.out)"
+        previous=$stamp
+    done
+}
+
+check_i2c_adapter() {
+    set -e
+    bus=$(ddc_bus)
+    i2cdetect -y "$bus" | tee /tmp/i2cdetect.out
+    found=$(tail -n +2 /tmp/i2cdetect.out | cut -c5- | tr ' ' '\n' | grep -v -e '^--$' -e '^$' | tr '\n' ' ')
+    [ "$found" = "42 " ] || fail "i2cdetect found '$found', expected only 42"
+    if rdwr w1@0x43 0xfd r2 2>/tmp/absent.err; then
+        fail "a transfer to 0x43 succeeded"
+    fi
+}
+
+check_i2c_stream() {
+    set -e
+    ddc_reset
+    dd if=/dev/urandom of=/tmp/fed bs=300 count=1 2>/dev/null
+    cat /tmp/fed >$DDC_CTL
+    count=$(rdwr w1@0x42 0xfd r2)
+    [ "$count" = "0x01 0x2c" ] || fail "count read '$count', expected 0x01 0x2c"
+    got=$(rdwr w1@0x42 0xff r300)
+    [ "$got" = "$(hex </tmp/fed)" ] || fail "the stream differs from what was fed"
+    [ "$(rdwr r3@0x42)" = "0xff 0xff 0xff" ] || fail "an empty stream does not read 0xff"
+    # One read from 0xFD runs on into the stream (the address advances, then stays at 0xFF).
+    printf 'AB' >$DDC_CTL
+    [ "$(rdwr w1@0x42 0xfd r5)" = "0x00 0x02 0x41 0x42 0xff" ] || fail "a read from 0xfd: $(rdwr w1@0x42 0xfd r5)"
+    printf 'CD' >$DDC_CTL
+    [ "$(rdwr r2@0x42)" = "0x43 0x44" ] || fail "the current address did not stay at 0xff"
+}
+
+check_i2c_write() {
+    set -e
+    ddc_reset
+    rdwr w8@0x42 0xb5 0x62 0x01 0x03 0x00 0x00 0x04 0x0d
+    rdwr w1@0x42 0xfd
+    got=$(timeout 5 dd if=$DDC_CTL bs=64 count=1 2>/dev/null | hex)
+    [ "$got" = "0xb5 0x62 0x01 0x03 0x00 0x00 0x04 0x0d" ] || fail "the simulator received '$got'"
+    [ "$(ddc_stat register_sets)" = 1 ] || fail "a one-byte write was not a register set"
+    [ "$(ddc_stat host_pending)" = 0 ] || fail "a one-byte write reached the simulator"
+}
+
+check_i2c_nak() {
+    set -e
+    ddc_reset
+    echo 2 >$DDC_ATTR/nak_next
+    for attempt in 1 2; do
+        if rdwr w1@0x42 0xfd r2 2>/tmp/nak.err; then
+            fail "NAKed transfer $attempt succeeded"
+        fi
+        grep -q "No such device or address" /tmp/nak.err || fail "a NAK failed otherwise: $(cat /tmp/nak.err)"
+    done
+    [ "$(rdwr w1@0x42 0xfd r2)" = "0x00 0x00" ] || fail "the transfer after the NAKs failed"
+    [ "$(ddc_stat naks)" = 2 ] || fail "the module counted $(ddc_stat naks) NAKs"
+}
+
+check_i2c_faults() {
+    set -e
+    ddc_reset
+    printf 'ABCDE' >$DDC_CTL
+    echo "127 32767 bit15" >$DDC_ATTR/bogus_counts
+    for expected in "0x00 0x7f" "0x7f 0xff" "0x80 0x05" "0x00 0x05"; do
+        got=$(rdwr w1@0x42 0xfd r2)
+        [ "$got" = "$expected" ] || fail "count read '$got', expected '$expected'"
+    done
+    echo 2 >$DDC_ATTR/ff_after
+    got=$(rdwr w1@0x42 0xff r6)
+    [ "$got" = "0x41 0x42 0xff 0x43 0x44 0x45" ] || fail "with 0xff injected after 2 bytes: '$got'"
+    [ "$(ddc_stat injected_ff)" = 1 ] || fail "the module counted no injected 0xff"
+}
+
+# A check that must fail (the enable line is never driven): proves a failing check makes
+# run.sh exit non-zero. Run only with `run.sh --self-test-failure`.
+check_selftest_broken_driver() {
+    level_is GNSS_PWR_EN 1 || fail "GNSS_PWR_EN is low: the (deliberately absent) driver never switched it on"
+}
+
+run_kernel_checks() {
+    check boot.devices check_boot_devices
+    check gpio.names check_gpio_names
+    check gpio.output check_gpio_output
+    check gpio.busy check_gpio_busy
+    check gpio.edges check_gpio_edges
+    check i2c.adapter check_i2c_adapter
+    check i2c.stream check_i2c_stream
+    check i2c.write check_i2c_write
+    check i2c.nak check_i2c_nak
+    check i2c.faults check_i2c_faults
+    if [ "$HIL_SELFTEST" = fail ]; then
+        check selftest.broken-driver check_selftest_broken_driver
+    fi
+}
