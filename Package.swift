@@ -48,6 +48,12 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "gnss-hat", dependencies: ["GNSSHat", "GPSD", "GNSSProtocol", "Signals", "PiHardware"]),
+        // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
+        .executableTarget(
+            name: "gnss-hat-hil",
+            dependencies: ["CGPIOD", "CI2C", "CLinuxShims"],
+            swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
+        ),
         .executableTarget(
             name: "GNSSHatBench",
             dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD"]
