@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every GNSSHat test: installs what is missing, builds once, runs the unit tests, then the
-# Signals tests again under ThreadSanitizer. Later steps (libgpiod v2, fuzzing, static binary,
-# emulated hardware-in-loop) are added here as their issues land.
+# Signals tests again under ThreadSanitizer, then the emulated hardware-in-loop rig in QEMU.
+# Later steps (libgpiod v2, fuzzing, static binary) are added here as their issues land.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -38,5 +38,18 @@ fi
 
 step "Signals under ThreadSanitizer"
 swift test --sanitize=thread --scratch-path .build/tsan --filter SignalsTests
+
+step "emulated hardware-in-loop (QEMU; scripts/hil/README.md)"
+scripts/hil/run.sh
+
+step "hardware-in-loop rig self-test: a failing check must fail the run"
+hil_status=0
+scripts/hil/run.sh --no-swift --self-test-failure --only selftest.broken-driver >.build/hil-selftest.log 2>&1 ||
+    hil_status=$?
+if [ "$hil_status" -ne 1 ] || ! grep -q '^  HIL-CHECK selftest.broken-driver FAIL' .build/hil-selftest.log; then
+    cat .build/hil-selftest.log
+    echo "test: the rig did not report the deliberately failing check (exit $hil_status)" >&2
+    exit 1
+fi
 
 step "all passed in $((SECONDS - start)) s"
