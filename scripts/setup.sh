@@ -19,7 +19,7 @@ PACKAGES=(
     libgpiod-dev gpiod libi2c-dev i2c-tools
     python3 python3-venv python3-gps
     gpsd gpsd-clients gpsd-tools
-    qemu-system-x86 busybox-static cpio linux-headers-amd64
+    qemu-system-x86 busybox-static cpio linux-headers-amd64 xz-utils
 )
 
 missing=()

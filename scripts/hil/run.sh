@@ -116,6 +116,7 @@ fi
 # An uncompressed vmlinux boots through its PVH entry point (Debian sets CONFIG_PVH) and
 # skips the bzImage's xz decompression, which costs ~5 s per boot under TCG.
 if [ ! -f "$KDIR/vmlinux" ] && [ ! -f "$KDIR/no-pvh" ]; then
+    command -v xz >/dev/null || die "xz is missing (scripts/setup.sh installs xz-utils)"
     say "unpacking vmlinux for a PVH boot"
     offset=$(LC_ALL=C grep -abo $'\xfd7zXZ' "$KDIR/vmlinuz" | head -n 1 | cut -d: -f1)
     # xz complains about the bzImage's bytes after its stream; the stream itself is whole.
@@ -244,10 +245,11 @@ if [ "$accel" = auto ]; then
             chmod 755 "$probe_dir/root/init"
             (cd "$probe_dir/root" && find . | cpio -o -H newc -R 0:0 --quiet) >"$probe_dir/probe.cpio"
             set +e
-            # In a subshell, so bash's report of an aborting QEMU stays quiet too.
+            # In a subshell that outlives QEMU (`exit`), so bash's report of an aborting QEMU
+            # goes to /dev/null too.
             (timeout -k 2 20 "${qemu_base[@]}" -accel kvm -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
                 -kernel "$KERNEL" -initrd "$probe_dir/probe.cpio" \
-                -append "console=ttyS0 quiet panic=-1 rdinit=/init") >/dev/null 2>&1
+                -append "console=ttyS0 quiet panic=-1 rdinit=/init"; exit $?) >/dev/null 2>&1
             rc=$?
             set -e
             rm -rf "$probe_dir"
