@@ -209,6 +209,31 @@ check_i2c_faults() {
     [ "$(ddc_stat injected_ff)" = 1 ] || fail "the module counted no injected 0xff"
 }
 
+# The modules unload cleanly and take parameters (names, pulls, address); the defaults are
+# back afterwards for the checks and scenarios that follow.
+check_modules_reload() {
+    set -e
+    rmmod ubx_ddc_sim gnss_gpio_sim
+    [ ! -d $SIM_GPIO ] || fail "$SIM_GPIO is still there after rmmod"
+    insmod /lib/modules/gnss_gpio_sim.ko names=ALPHA,-,GAMMA pulls=1,0,1 label=other-sim
+    insmod /lib/modules/ubx_ddc_sim.ko addr=0x10
+    gpiodetect | grep -q "^$(gpio_chip) \[other-sim\] (3 lines)" || fail "gpiodetect: $(gpiodetect)"
+    gpioinfo "$(gpio_chip)" | grep -q -E 'line +1: +unnamed' || fail "line 1 is not unnamed"
+    [ "$(cat $SIM_GPIO/sim_gpio2/value)" = 1 ] || fail "GAMMA does not idle at its pull-up"
+    rdwr w1@0x10 0xfd r2 >/dev/null || fail "no receiver at the address given"
+    rmmod ubx_ddc_sim gnss_gpio_sim
+    insmod /lib/modules/gnss_gpio_sim.ko
+    insmod /lib/modules/ubx_ddc_sim.ko
+    gpiodetect | grep -q "\[gnss-hat-sim\] (6 lines)" || fail "the default chip did not come back"
+}
+
+# The kernel logged no warning, oops or bug while the checks and scenarios ran.
+check_kernel_log() {
+    if dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|refcount_t:|INFO: task'; then
+        fail "the kernel logged a warning or bug (above)"
+    fi
+}
+
 # A check that must fail (the enable line is never driven): proves a failing check makes
 # run.sh exit non-zero. Run only with `run.sh --self-test-failure`.
 check_selftest_broken_driver() {
@@ -226,6 +251,7 @@ run_kernel_checks() {
     check i2c.write check_i2c_write
     check i2c.nak check_i2c_nak
     check i2c.faults check_i2c_faults
+    check modules.reload check_modules_reload
     if [ "$HIL_SELFTEST" = fail ]; then
         check selftest.broken-driver check_selftest_broken_driver
     fi
