@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every GNSSHat test: installs what is missing, builds once, runs the unit tests, then the
 # Signals tests again under ThreadSanitizer, then the emulated hardware-in-loop rig in QEMU.
-# Later steps (libgpiod v2, fuzzing, static binary) are added here as their issues land.
+# Later steps (fuzzing, static binary) are added here as their issues land.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
