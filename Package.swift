@@ -51,7 +51,7 @@ let package = Package(
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
         .executableTarget(
             name: "gnss-hat-hil",
-            dependencies: ["CGPIOD", "CI2C", "CLinuxShims"],
+            dependencies: ["PiHardware", "CGPIOD", "CI2C", "CLinuxShims"],
             swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
         ),
         .executableTarget(

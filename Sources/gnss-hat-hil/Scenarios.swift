@@ -1,13 +1,17 @@
-// The scenario list. The scenarios here prove the rig end to end (static link, libgpiod in
-// the guest, I2C_RDWR on the simulated receiver, the verdict path) with plain C calls; the
-// driver scenarios (Receiver over DDC and UART, PPS, busy line, NAK storm) join this list as
-// their code lands, each one `Scenario("group.name") { ... }` using SimulatedLines and
+// The scenario list. The rig scenarios here prove the rig end to end (static link, libgpiod
+// in the guest, I2C_RDWR on the simulated receiver, the verdict path) with plain C calls;
+// PiHardwareScenarios.swift runs the real PiHardware drivers against the simulated hat. The
+// Receiver scenarios (power follows subscriptions over DDC and UART, NAK storm) join this list
+// as their code lands, each one `Scenario("group.name") { ... }` using SimulatedLines and
 // SimulatedDDC to watch and drive the hat from outside.
 import CGPIOD
 import Glibc
 
 /// Every scenario, in run order.
-let scenarios: [Scenario] = [
+let scenarios: [Scenario] = rigScenarios + piHardwareScenarios
+
+/// The rig's own scenarios: plain C calls, no project code.
+let rigScenarios: [Scenario] = [
     Scenario("link.libgpiod-api") { try checkLinkedLibgpiod() },
     Scenario("gpio.line-names") { try checkLineNames() },
     Scenario("gpio.drive-output") { try checkDriveOutput() },
@@ -168,7 +172,7 @@ func checkHostWrite() throws {
     try expect(stats["register_sets"] == 1, "register_sets \(stats["register_sets"] ?? 0), expected 1")
 }
 
-/// A not-acknowledged transfer fails with ENXIO and the next one succeeds.
+/// A not-acknowledged transfer fails with EREMOTEIO (as on a Pi) and the next one succeeds.
 func checkNAK() throws {
     let ddc = SimulatedDDC()
     try ddc.reset()
@@ -178,7 +182,7 @@ func checkNAK() throws {
         _ = try bus.transfer(address: SimulatedDDC.address, write: [0xFD], readCount: 2)
         throw ScenarioFailure("a NAKed transfer succeeded")
     } catch let error as SystemCallError {
-        try expect(error.code == ENXIO, "a NAK failed with \(error), expected ENXIO")
+        try expect(error.code == EREMOTEIO, "a NAK failed with \(error), expected EREMOTEIO")
     }
     let count = try bus.transfer(address: SimulatedDDC.address, write: [0xFD], readCount: 2)
     try expect(count == [0, 0], "count after the NAK \(count)")

@@ -150,6 +150,7 @@ check_i2c_adapter() {
     if rdwr w1@0x43 0xfd r2 2>/tmp/absent.err; then
         fail "a transfer to 0x43 succeeded"
     fi
+    grep -q "Remote I/O error" /tmp/absent.err || fail "0x43 failed otherwise: $(cat /tmp/absent.err)"
 }
 
 check_i2c_stream() {
@@ -183,15 +184,24 @@ check_i2c_write() {
 check_i2c_nak() {
     set -e
     ddc_reset
+    # By default a NAK is EREMOTEIO, as the Pi's i2c-bcm2835 reports it; nak_errno=6 gives ENXIO.
     echo 2 >$DDC_ATTR/nak_next
     for attempt in 1 2; do
         if rdwr w1@0x42 0xfd r2 2>/tmp/nak.err; then
             fail "NAKed transfer $attempt succeeded"
         fi
-        grep -q "No such device or address" /tmp/nak.err || fail "a NAK failed otherwise: $(cat /tmp/nak.err)"
+        grep -q "Remote I/O error" /tmp/nak.err || fail "a NAK failed otherwise: $(cat /tmp/nak.err)"
     done
     [ "$(rdwr w1@0x42 0xfd r2)" = "0x00 0x00" ] || fail "the transfer after the NAKs failed"
     [ "$(ddc_stat naks)" = 2 ] || fail "the module counted $(ddc_stat naks) NAKs"
+    echo 6 >$DDC_ATTR/nak_errno
+    echo 1 >$DDC_ATTR/nak_next
+    if rdwr w1@0x42 0xfd r2 2>/tmp/nak.err; then
+        fail "a NAKed transfer succeeded with nak_errno 6"
+    fi
+    grep -q "No such device or address" /tmp/nak.err || fail "nak_errno 6 failed otherwise: $(cat /tmp/nak.err)"
+    ddc_reset
+    [ "$(cat $DDC_ATTR/nak_errno)" = 121 ] || fail "reset did not restore nak_errno"
 }
 
 check_i2c_faults() {

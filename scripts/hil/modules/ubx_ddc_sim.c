@@ -4,7 +4,7 @@
  *
  * Registers an I2C adapter named "ubx-ddc-sim" that implements plain I2C transfers, so
  * i2c-dev's I2C_RDWR ioctl reaches it exactly as on a Raspberry Pi. One device answers,
- * at address 0x42 (parameter addr=); every other address is not acknowledged (-ENXIO).
+ * at address 0x42 (parameter addr=); every other address is not acknowledged.
  *
  * The device follows u-blox's DDC register model:
  *   - a write of one byte sets the current address (the register pointer);
@@ -18,13 +18,17 @@
  * buffer is full), read(2) returns the bytes the host wrote (blocking unless O_NONBLOCK),
  * poll(2) reports both. Faults and counters are sysfs attributes of that device,
  * /sys/class/misc/ubx-sim/:
- *   nak_next      not-acknowledge the next N transfers (the whole i2c_transfer fails -ENXIO)
+ *   nak_next      not-acknowledge the next N transfers (the whole i2c_transfer fails)
+ *   nak_errno     the error a NAK returns, also for unanswered addresses: 121 (EREMOTEIO, as
+ *                 the Raspberry Pi's i2c-bcm2835 reports both) by default, or 6 (ENXIO, as
+ *                 the kernel's fault codes suggest for an unanswered address)
  *   bogus_counts  queue of values the next count reads report instead of the real count:
  *                 decimal numbers (127, 32767, ...) or "bit15" (the real count | 0x8000);
  *                 writing appends, "clear" empties it
  *   ff_after      insert one 0xFF into the stream after N more real bytes (-1: none)
  *   stats         counters, one "name=value" pair per line
- *   reset         writing 1 empties both buffers and clears faults and counters
+ *   reset         writing 1 empties both buffers, clears faults and counters, and restores
+ *                 nak_errno
  */
 #include <linux/fs.h>
 #include <linux/i2c.h>
@@ -64,6 +68,7 @@ struct ddc_sim {
 	u16 latched_count;
 	/* faults */
 	unsigned int nak_next;
+	int nak_errno;
 	int bogus[DDC_BOGUS_MAX];
 	unsigned int bogus_len;
 	long ff_after;
@@ -139,7 +144,7 @@ static int ddc_xfer(struct i2c_adapter *adapter, struct i2c_msg *msgs, int num)
 	if (s->nak_next > 0) {
 		s->nak_next--;
 		s->naks++;
-		ret = -ENXIO;
+		ret = -s->nak_errno;
 		goto out;
 	}
 	for (i = 0; i < num; i++) {
@@ -148,7 +153,7 @@ static int ddc_xfer(struct i2c_adapter *adapter, struct i2c_msg *msgs, int num)
 
 		if (msg->addr != addr || (msg->flags & I2C_M_TEN)) {
 			s->absent++;
-			ret = -ENXIO;
+			ret = -s->nak_errno;
 			goto out;
 		}
 		if (msg->flags & I2C_M_RECV_LEN) {
@@ -278,6 +283,33 @@ static ssize_t nak_next_store(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RW(nak_next);
 
+static ssize_t nak_errno_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	int value;
+
+	mutex_lock(&sim.lock);
+	value = sim.nak_errno;
+	mutex_unlock(&sim.lock);
+	return sysfs_emit(buf, "%d\n", value);
+}
+
+static ssize_t nak_errno_store(struct device *dev, struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	int value;
+	int ret = kstrtoint(buf, 0, &value);
+
+	if (ret)
+		return ret;
+	if (value != EREMOTEIO && value != ENXIO && value != EIO && value != ETIMEDOUT && value != EAGAIN)
+		return -EINVAL;
+	mutex_lock(&sim.lock);
+	sim.nak_errno = value;
+	mutex_unlock(&sim.lock);
+	return count;
+}
+static DEVICE_ATTR_RW(nak_errno);
+
 static ssize_t bogus_counts_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	ssize_t len = 0;
@@ -405,6 +437,7 @@ static void ddc_reset_locked(struct ddc_sim *s)
 	s->reg = DDC_REG_STREAM;
 	s->count_latched = false;
 	s->nak_next = 0;
+	s->nak_errno = EREMOTEIO;
 	s->bogus_len = 0;
 	s->ff_after = -1;
 	s->transfers = s->messages = s->naks = s->absent = s->count_reads = 0;
@@ -431,6 +464,7 @@ static DEVICE_ATTR_WO(reset);
 
 static struct attribute *ddc_sim_attrs[] = {
 	&dev_attr_nak_next.attr,
+	&dev_attr_nak_errno.attr,
 	&dev_attr_bogus_counts.attr,
 	&dev_attr_ff_after.attr,
 	&dev_attr_stats.attr,
