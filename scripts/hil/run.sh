@@ -121,7 +121,9 @@ if [ ! -f "$KDIR/vmlinux" ] && [ ! -f "$KDIR/no-pvh" ]; then
     offset=$(LC_ALL=C grep -abo $'\xfd7zXZ' "$KDIR/vmlinuz" | head -n 1 | cut -d: -f1)
     # xz complains about the bzImage's bytes after its stream; the stream itself is whole.
     [ -n "$offset" ] && tail -c +$((offset + 1)) "$KDIR/vmlinuz" | xz -dc >"$KDIR/vmlinux.tmp" 2>/dev/null || true
-    if [ -s "$KDIR/vmlinux.tmp" ] && readelf -n "$KDIR/vmlinux.tmp" 2>/dev/null | grep -q -E '0x00000012|PHYS32_ENTRY'; then
+    # The PVH entry note is XEN_ELFNOTE_PHYS32_ENTRY (18).
+    if [ -s "$KDIR/vmlinux.tmp" ] &&
+        readelf -n "$KDIR/vmlinux.tmp" 2>/dev/null | grep -q -E '0x00000012|PHYS32_ENTRY'; then
         mv "$KDIR/vmlinux.tmp" "$KDIR/vmlinux"
     else
         rm -f "$KDIR/vmlinux.tmp"
@@ -234,14 +236,18 @@ qemu_base=(qemu-system-x86_64 -machine q35 -cpu max -smp 1 -m 1024 -nodefaults -
 if [ "$accel" = auto ]; then
     accel=tcg
     if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-        probe=$HIL/kvm-probe-$(echo "$(uname -r) $(qemu-system-x86_64 --version | head -n 1) $KV" | sha256sum | cut -c1-12)
+        probe_key=$(echo "$(uname -r) $(qemu-system-x86_64 --version | head -n 1) $KV" | sha256sum | cut -c1-12)
+        probe=$HIL/kvm-probe-$probe_key
         if [ ! -f "$probe" ]; then
             say "probing KVM (once per host kernel, QEMU and guest kernel)"
             probe_dir=$(mktemp -d)
-            mkdir -p "$probe_dir/root/bin"
+            mkdir -p "$probe_dir/root/bin" "$probe_dir/root/dev"
             cp "$BUSYBOX" "$probe_dir/root/bin/busybox"
-            printf '#!/bin/busybox sh\n/bin/busybox mount -t devtmpfs d /dev\n/bin/busybox printf "\\000" | /bin/busybox dd of=/dev/port bs=1 seek=244 count=1 conv=notrunc\n' \
-                >"$probe_dir/root/init"
+            {
+                echo '#!/bin/busybox sh'
+                echo '/bin/busybox mount -t devtmpfs d /dev'
+                echo '/bin/busybox printf "\000" | /bin/busybox dd of=/dev/port bs=1 seek=244 count=1 conv=notrunc'
+            } >"$probe_dir/root/init"
             chmod 755 "$probe_dir/root/init"
             (cd "$probe_dir/root" && find . | cpio -o -H newc -R 0:0 --quiet) >"$probe_dir/probe.cpio"
             set +e
