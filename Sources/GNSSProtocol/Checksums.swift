@@ -1,0 +1,61 @@
+// Checksums of the three framings: NMEA's XOR, UBX's 8-bit Fletcher and RTCM3's CRC-24Q.
+
+/// The NMEA 0183 checksum: XOR of every byte between `$` (or `!`) and `*`.
+@inlinable
+public func nmeaChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt8 {
+    var sum: UInt8 = 0
+    for byte in bytes { sum ^= byte }
+    return sum
+}
+
+/// The UBX checksum: 8-bit Fletcher over class, id, length and payload (`A += b; B += A`).
+@inlinable
+public func ubxChecksum(_ bytes: UnsafeRawBufferPointer) -> (a: UInt8, b: UInt8) {
+    var a: UInt8 = 0
+    var b: UInt8 = 0
+    for byte in bytes {
+        a &+= byte
+        b &+= a
+    }
+    return (a, b)
+}
+
+/// CRC-24Q (polynomial 0x1864CFB, initial value 0), as used by RTCM 3 and SBAS.
+public enum CRC24Q {
+    @usableFromInline
+    static let table: [UInt32] = {
+        var table = [UInt32](repeating: 0, count: 256)
+        for index in 0..<256 {
+            var crc = UInt32(index) << 16
+            for _ in 0..<8 {
+                crc <<= 1
+                if crc & 0x100_0000 != 0 { crc ^= 0x186_4CFB }
+            }
+            table[index] = crc & 0xFF_FFFF
+        }
+        return table
+    }()
+
+    /// The 24-bit CRC of `bytes`.
+    @inlinable
+    public static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        table.withUnsafeBufferPointer { table in
+            var crc: UInt32 = 0
+            for byte in bytes {
+                crc = ((crc << 8) & 0xFF_FFFF) ^ table[Int(UInt8(truncatingIfNeeded: crc >> 16) ^ byte)]
+            }
+            return crc
+        }
+    }
+}
+
+/// Convenience overloads over byte collections, for encoders and tests.
+extension Collection<UInt8> {
+    @usableFromInline
+    func withRawBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let result = try withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
+        return try Array(self).withUnsafeBytes(body)
+    }
+}

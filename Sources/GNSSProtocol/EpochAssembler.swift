@@ -1,0 +1,869 @@
+// Groups messages into navigation epochs and turns each epoch into a Fix and a SkyView with gpsd's
+// TPV / SKY meaning.
+//
+// An epoch is the set of messages a receiver sends for one navigation solution. NMEA sentences of an
+// epoch share a time tag (hhmmss.ss), UBX NAV messages share iTOW; sentences without a tag (GSA, GSV,
+// VTG) belong to the epoch they arrive in. A new tag closes the epoch. Like gpsd, the assembler also
+// learns which message ends a cycle (the last one before the tag changed) and closes the epoch as
+// soon as that message arrives, so a fix is out without waiting for the next epoch's first byte.
+
+/// The output of one navigation epoch.
+public struct Epoch: Hashable, Sendable {
+    /// The position fix, when the epoch carried fix data (time, position, status).
+    public var fix: Fix?
+    /// The sky view, when the epoch carried satellite or DOP data.
+    public var sky: SkyView?
+
+    public init(fix: Fix?, sky: SkyView?) {
+        self.fix = fix
+        self.sky = sky
+    }
+}
+
+/// Assembles decoded messages into epochs.
+public struct EpochAssembler: Sendable {
+    /// Error model constants (gpsd's UERE guesses, metres at 95 %), used for `eph`/`epv`/`epx`/`epy`/`sep`
+    /// when the receiver gives DOPs but no accuracy estimate.
+    public struct ErrorModel: Hashable, Sendable {
+        public var horizontal: Double
+        public var vertical: Double
+        public var position: Double
+        public var horizontalDGPS: Double
+        public var verticalDGPS: Double
+        public var positionDGPS: Double
+
+        public init(
+            horizontal: Double = 15, vertical: Double = 23, position: Double = 19, horizontalDGPS: Double = 3.75,
+            verticalDGPS: Double = 5.75, positionDGPS: Double = 4.75
+        ) {
+            self.horizontal = horizontal
+            self.vertical = vertical
+            self.position = position
+            self.horizontalDGPS = horizontalDGPS
+            self.verticalDGPS = verticalDGPS
+            self.positionDGPS = positionDGPS
+        }
+
+        /// gpsd's constants (`gpsd_error_model`).
+        public static let gpsd = ErrorModel()
+    }
+
+    public struct Options: Hashable, Sendable {
+        /// Close an epoch as soon as the learned last message of a cycle arrives.
+        public var learnCycleEnd: Bool
+        /// Derive speed from successive positions and climb from successive altitudes when the receiver
+        /// gives none (gpsd does).
+        public var deriveRates: Bool
+        public var errorModel: ErrorModel
+        /// GPS - UTC seconds assumed until the receiver reports them (NAV-TIMEGPS); 18 since 2017.
+        public var defaultLeapSeconds: Int
+        /// Epochs after which a GSV satellite set that was not repeated leaves the sky view.
+        public var satelliteExpiryEpochs: Int
+
+        public init(
+            learnCycleEnd: Bool = true, deriveRates: Bool = true, errorModel: ErrorModel = .gpsd,
+            defaultLeapSeconds: Int = 18, satelliteExpiryEpochs: Int = 10
+        ) {
+            self.learnCycleEnd = learnCycleEnd
+            self.deriveRates = deriveRates
+            self.errorModel = errorModel
+            self.defaultLeapSeconds = defaultLeapSeconds
+            self.satelliteExpiryEpochs = satelliteExpiryEpochs
+        }
+    }
+
+    public let options: Options
+    private var current = Accumulator()
+    private var learnedEnd: UInt64?
+    // Persistent across epochs.
+    private var lastDate: GNSSDate?
+    private var lastTimeOfDay: Int64?
+    private var leapSeconds: Int?
+    private var lastFix: Fix?
+    private var olderFix: Fix?
+    private var gsvSets: [GSVSet] = []
+    private var usedSatellites: [UInt32] = []
+    private var navSatSatellites: [SatelliteInView] = []
+    private var navSatEpoch = -1_000
+    private var epochCounter = 0
+
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// GPS - UTC seconds, once the receiver has reported them.
+    public var reportedLeapSeconds: Int? { leapSeconds }
+
+    /// Feeds one message; `emit` is called for each epoch it completes (at most twice per message).
+    public mutating func consume(_ message: Message, emit: (Epoch) -> Void) {
+        switch message {
+        case .nmea(let sentence): consumeNMEA(sentence, emit)
+        case .ubx(let ubx): consumeUBX(ubx, emit)
+        case .rtcm3: return
+        }
+    }
+
+    /// Feeds one message and returns the epochs it completed.
+    public mutating func consume(_ message: Message) -> [Epoch] {
+        var epochs: [Epoch] = []
+        consume(message) { epochs.append($0) }
+        return epochs
+    }
+
+    /// Closes the epoch in progress (at the end of a stream).
+    public mutating func finish() -> Epoch? {
+        guard !current.emitted, current.hasContent else { return nil }
+        let epoch = close()
+        current.reset()
+        return epoch
+    }
+
+    /// The fix of the epoch in progress, as far as it is known (for an early position report).
+    public var pendingFix: Fix? {
+        guard current.hasFixData, !current.emitted else { return nil }
+        var copy = self
+        return copy.makeFix(commit: false)
+    }
+
+    // MARK: epoch boundaries
+
+    private enum Tag {
+        case nmea(Int64)
+        case ubx(UInt32)
+    }
+
+    /// Starts, continues or closes epochs around a participating message; `apply` adds its data.
+    private mutating func participate(
+        key: UInt64, tag: Tag?, _ emit: (Epoch) -> Void, apply: (inout Accumulator, inout EpochAssembler) -> Void
+    ) {
+        if let tag {
+            let same: Bool?
+            switch tag {
+            case .nmea(let value): same = current.nmeaTag.map { $0 == value }
+            case .ubx(let value):
+                // u-blox iTOW may jitter by a few ms within one epoch.
+                same = current.ubxTag.map { abs(Int64($0) - Int64(value)) <= 10 }
+            }
+            if current.emitted {
+                if same == true {
+                    // The learned end was wrong: the epoch goes on. Forget it and report again at the real end.
+                    current.emitted = false
+                    learnedEnd = nil
+                } else {
+                    current.reset()
+                }
+            } else if same == false {
+                if options.learnCycleEnd { learnedEnd = current.lastKey }
+                emit(close())
+                current.reset()
+            }
+            switch tag {
+            case .nmea(let value): current.nmeaTag = value
+            case .ubx(let value): current.ubxTag = value
+            }
+        } else if current.emitted {
+            current.reset()
+        }
+        var accumulator = current
+        current = Accumulator()
+        apply(&accumulator, &self)
+        current = accumulator
+        current.lastKey = key
+        if key == EpochAssembler.endOfEpochKey || (options.learnCycleEnd && key == learnedEnd) {
+            emit(close())
+            current.emitted = true
+        }
+    }
+
+    private static let endOfEpochKey: UInt64 = 1 << 63 | 0x0161
+
+    // MARK: NMEA
+
+    private mutating func consumeNMEA(_ sentence: NMEASentence, _ emit: (Epoch) -> Void) {
+        let key: UInt64
+        switch sentence {
+        case .gga(let s):
+            key = NMEAKey.make(s.talker, formatterGGA)
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+                a.hasFixData = true
+                a.timeOfDay = s.time ?? a.timeOfDay
+                a.ggaQuality = s.quality ?? 0
+                a.satellitesUsed = s.satellitesUsed ?? a.satellitesUsed
+                if let hdop = s.hdop, hdop < 99 { a.dops.horizontal = hdop }
+                guard let quality = s.quality, quality > 0, let lat = s.latitude, let lon = s.longitude else { return }
+                a.latitude = lat
+                a.longitude = lon
+                if let altitude = s.altitudeMSL { a.altitudeMSL = altitude }
+                if let separation = s.geoidSeparation { a.geoidSeparation = separation }
+                if let age = s.dgpsAge, let station = s.dgpsStation, age > 0.09 || station > 0 {
+                    a.dgpsAge = age
+                    a.dgpsStation = station
+                }
+            }
+        case .rmc(let s):
+            key = NMEAKey.make(s.talker, formatterRMC)
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+                a.hasFixData = true
+                a.rmcValid = s.isValid
+                guard s.isValid else { return }
+                a.timeOfDay = s.time ?? a.timeOfDay
+                if s.time != nil, let date = s.date { a.date = date }
+                if let mode = s.modeIndicator { a.faaMode = mode }
+                if let lat = s.latitude, let lon = s.longitude {
+                    a.latitude = lat
+                    a.longitude = lon
+                }
+                if let speed = s.speed { a.speed = speed }
+                if let course = s.course { a.track = course }
+                if let variation = s.magneticVariation, abs(variation) > 0.09 { a.magneticVariation = variation }
+            }
+        case .gll(let s):
+            key = NMEAKey.make(s.talker, formatterGLL)
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+                a.hasFixData = true
+                let valid = s.status == "A" && s.modeIndicator != "N"
+                a.gllValid = valid
+                guard valid else { return }
+                a.timeOfDay = s.time ?? a.timeOfDay
+                if let lat = s.latitude, let lon = s.longitude {
+                    a.latitude = lat
+                    a.longitude = lon
+                }
+            }
+        case .gns(let s):
+            key = NMEAKey.make(s.talker, formatterGNS)
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+                a.hasFixData = true
+                let mode = s.modeIndicators?.unicodeScalars.first
+                let valid = mode != nil && mode != "N" && s.navigationStatus != "U" && s.navigationStatus != "V"
+                a.gnsValid = valid
+                guard valid else { return }
+                a.timeOfDay = s.time ?? a.timeOfDay
+                if let mode { a.faaMode = mode }
+                if let lat = s.latitude, let lon = s.longitude {
+                    a.latitude = lat
+                    a.longitude = lon
+                }
+                if let altitude = s.altitudeMSL { a.altitudeMSL = altitude }
+                if let separation = s.geoidSeparation { a.geoidSeparation = separation }
+                if let hdop = s.hdop, hdop < 99 { a.dops.horizontal = hdop }
+                a.satellitesUsed = s.satellitesUsed ?? a.satellitesUsed
+            }
+        case .gst(let s):
+            key = NMEAKey.make(s.talker, formatterGST)
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { _, _ in }
+        case .zda(let s):
+            key = NMEAKey.make(s.talker, formatterZDA)
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+                a.hasFixData = true
+                guard let time = s.time, let date = s.date else { return }
+                a.timeOfDay = time
+                a.date = date
+            }
+        case .vtg(let s):
+            key = NMEAKey.make(s.talker, formatterVTG)
+            participate(key: key, tag: nil, emit) { a, _ in
+                guard s.modeIndicator != "N" else { return }
+                if let speed = s.speed { a.speed = speed }
+                if let course = s.courseTrue { a.track = course }
+            }
+        case .gsa(let s):
+            key = NMEAKey.make(s.talker, formatterGSA)
+            participate(key: key, tag: nil, emit) { a, assembler in
+                a.hasSkyData = true
+                if !a.sawGSA {
+                    a.sawGSA = true
+                    assembler.usedSatellites.removeAll(keepingCapacity: true)
+                }
+                if let type = s.fixType, (1...3).contains(type) { a.gsaFixType = max(a.gsaFixType ?? 0, type) }
+                if let pdop = s.pdop, pdop < 99 { a.dops.position = pdop }
+                if let hdop = s.hdop, hdop < 99 { a.dops.horizontal = hdop }
+                if let vdop = s.vdop, vdop < 99 { a.dops.vertical = vdop }
+                for id in s.satelliteIDs {
+                    if let mapped = SatelliteNumbering.fromNMEA(id, talker: s.talker, systemID: s.systemID) {
+                        assembler.usedSatellites.append(satelliteKey(mapped.system, mapped.svid))
+                    }
+                }
+            }
+        case .gsv(let s):
+            key = NMEAKey.make(s.talker, formatterGSV)
+            participate(key: key, tag: nil, emit) { a, assembler in
+                a.hasSkyData = true
+                assembler.addGSV(s)
+            }
+        case .txt, .pmtk, .proprietary, .unsupported:
+            return
+        }
+    }
+
+    private mutating func addGSV(_ s: NMEAGSV) {
+        let setKey = UInt32(s.talker.first) << 16 | UInt32(s.talker.second) << 8 | UInt32(s.signalID ?? 0)
+        let index: Int
+        if let found = gsvSets.firstIndex(where: { $0.key == setKey }) {
+            index = found
+        } else {
+            gsvSets.append(GSVSet(key: setKey, satellites: [], epoch: epochCounter))
+            index = gsvSets.count - 1
+        }
+        if s.sentenceNumber <= 1 { gsvSets[index].satellites.removeAll(keepingCapacity: true) }
+        gsvSets[index].epoch = epochCounter
+        let signal = EpochAssembler.ubxSignalID(nmea: s.signalID)
+        for satellite in s.satellites {
+            // NMEA 4.10 signal ids only come with system-specific talkers; GN GSV has no system.
+            let systemID = s.signalID == nil ? nil : s.talker.system?.nmeaSystemID
+            guard let mapped = SatelliteNumbering.fromNMEA(satellite.id, talker: s.talker, systemID: systemID) else {
+                continue
+            }
+            var entry = SatelliteInView(
+                system: mapped.system, svid: mapped.svid, prn: mapped.prn,
+                elevation: satellite.elevation.map(Double.init), azimuth: satellite.azimuth.map(Double.init),
+                signalStrength: satellite.snr.map(Double.init), used: false, signalID: signal == 0 ? nil : signal)
+            if let elevation = entry.elevation, abs(elevation) > 90 { entry.elevation = nil }
+            if let azimuth = entry.azimuth, azimuth < 0 || azimuth > 359 { entry.azimuth = nil }
+            gsvSets[index].satellites.append(entry)
+        }
+    }
+
+    /// gpsd's mapping of NMEA 4.10 signal ids to u-blox signal ids.
+    static func ubxSignalID(nmea: Int?) -> Int {
+        switch nmea {
+        case 2?: return 5
+        case 3?: return 2
+        case 5?: return 4
+        case 6?: return 3
+        default: return 0
+        }
+    }
+
+    // MARK: UBX
+
+    private mutating func consumeUBX(_ message: UBXMessage, _ emit: (Epoch) -> Void) {
+        let id = message.messageID
+        let key: UInt64 = 1 << 63 | UInt64(id.messageClass) << 8 | UInt64(id.id)
+        switch message {
+        case .navPVT(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                a.hasFixData = true
+                a.ubxFixSource = 3
+                a.fullTime = m.time ?? a.fullTime
+                if m.time != nil { a.ept = m.timeAccuracy }
+                let (mode, status) = EpochAssembler.ubxMode(fixType: m.fixType, differential: m.differentialSolution)
+                a.ubxMode = mode
+                a.ubxStatus = status
+                if mode >= .twoD {
+                    switch m.carrierSolution {
+                    case 1: a.ubxStatus = .rtkFloat
+                    case 2: a.ubxStatus = .rtkFixed
+                    default: break
+                    }
+                }
+                a.latitude = m.latitude
+                a.longitude = m.longitude
+                a.altitudeHAE = m.altitudeHAE
+                a.altitudeMSL = m.altitudeMSL
+                a.speed = m.groundSpeed
+                a.track = m.headingOfMotion
+                a.velocityNorth = m.velocityNorth
+                a.velocityEast = m.velocityEast
+                a.velocityDown = m.velocityDown
+                a.climb = -m.velocityDown
+                a.eph = m.horizontalAccuracy
+                a.epv = m.verticalAccuracy
+                a.eps = m.speedAccuracy
+                a.satellitesUsed = Int(m.numSV)
+                if m.pDOP < 9999 { a.dops.position = m.positionDOP }
+            }
+        case .navSOL(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, assembler in
+                a.hasFixData = true
+                let (mode, status) = EpochAssembler.ubxMode(fixType: m.gpsFix, differential: m.differentialSolution)
+                if a.ubxFixSource < 2 {
+                    a.ubxFixSource = 2
+                    a.ubxMode = mode
+                    a.ubxStatus = status
+                }
+                if let gps = m.gpsNanoseconds, a.fullTime == nil {
+                    a.fullTime = assembler.utc(gpsNanoseconds: gps)
+                }
+                let position = m.geodetic
+                if a.latitude == nil {
+                    a.latitude = position.latitude
+                    a.longitude = position.longitude
+                    a.altitudeHAE = position.height
+                }
+                let velocity = WGS84.ned(
+                    vx: Double(m.ecefVX) / 100, vy: Double(m.ecefVY) / 100, vz: Double(m.ecefVZ) / 100,
+                    latitude: position.latitude, longitude: position.longitude)
+                if a.speed == nil {
+                    a.speed = (velocity.north * velocity.north + velocity.east * velocity.east).squareRoot()
+                    var track = arcTangent2(velocity.east, velocity.north) * 180 / .pi
+                    if track < 0 { track += 360 }
+                    a.track = track
+                }
+                if a.climb == nil { a.climb = -velocity.down }
+                if a.eps == nil { a.eps = Double(m.sAcc) / 100 }
+                a.satellitesUsed = a.satellitesUsed ?? Int(m.numSV)
+                if m.pDOP < 9999, a.dops.position == nil { a.dops.position = Double(m.pDOP) * 0.01 }
+            }
+        case .navPOSLLH(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                a.hasFixData = true
+                a.latitude = m.latitude
+                a.longitude = m.longitude
+                a.altitudeHAE = m.altitudeHAE
+                a.altitudeMSL = m.altitudeMSL
+                if a.eph == nil { a.eph = Double(m.hAcc) / 1000 }
+                if a.epv == nil { a.epv = Double(m.vAcc) / 1000 }
+            }
+        case .navVELNED(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                a.speed = m.groundSpeed
+                a.track = m.headingDegrees
+                a.velocityNorth = Double(m.velN) / 100
+                a.velocityEast = Double(m.velE) / 100
+                a.velocityDown = Double(m.velD) / 100
+                a.climb = -Double(m.velD) / 100
+                if a.eps == nil { a.eps = Double(m.sAcc) / 100 }
+            }
+        case .navTimeGPS(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, assembler in
+                if m.leapSecondsValid { assembler.leapSeconds = Int(m.leapS) }
+                if a.fullTime == nil, m.valid & 0x03 == 0x03 {
+                    let gps = (Int64(m.week) * 604_800_000 + Int64(m.iTOW)) * 1_000_000 + Int64(m.fTOW)
+                    a.gpsTime = gps
+                }
+            }
+        case .navTimeUTC(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                a.hasFixData = true
+                if let time = m.time, a.fullTime == nil {
+                    a.fullTime = time
+                    a.ept = Double(m.tAcc) * 1e-9
+                }
+            }
+        case .navStatus(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                a.hasFixData = true
+                if a.ubxFixSource < 1 {
+                    a.ubxFixSource = 1
+                    if m.gpsFixOK {
+                        let (mode, status) = EpochAssembler.ubxMode(
+                            fixType: m.gpsFix, differential: m.fixStat & 0x02 != 0)
+                        a.ubxMode = mode
+                        a.ubxStatus = status
+                    } else {
+                        a.ubxMode = .noFix
+                        a.ubxStatus = .unknown
+                    }
+                }
+            }
+        case .navDOP(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                a.hasSkyData = true
+                a.dops = m.dops
+                for keyPath in [\DilutionOfPrecision.x, \.y, \.vertical, \.time, \.horizontal, \.geometric, \.position]
+                where (a.dops[keyPath: keyPath] ?? 0) >= 99.99 {
+                    a.dops[keyPath: keyPath] = nil
+                }
+            }
+        case .navSAT(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, assembler in
+                a.hasSkyData = true
+                assembler.navSatSatellites.removeAll(keepingCapacity: true)
+                for s in m.satellites {
+                    guard let system = s.system else { continue }
+                    var entry = SatelliteInView(
+                        system: system, svid: Int(s.svId), prn: SatelliteNumbering.prn(system: system, svid: Int(s.svId)),
+                        elevation: abs(Int(s.elev)) <= 90 ? Double(s.elev) : nil,
+                        azimuth: (0...359).contains(Int(s.azim)) ? Double(s.azim) : nil,
+                        signalStrength: s.cno > 0 ? Double(s.cno) : nil, used: s.used)
+                    entry.pseudorangeResidual = s.pseudorangeResidual
+                    entry.quality = Int(s.qualityIndicator)
+                    entry.health = Int(s.health)
+                    assembler.navSatSatellites.append(entry)
+                }
+                assembler.navSatEpoch = assembler.epochCounter
+            }
+        case .other(let id, let payload) where id.messageClass == UBX.Class.nav && payload.count >= 4:
+            // Other NAV messages still mark the epoch; most carry iTOW first, a few after a version byte.
+            let offset = [0x13, 0x14, 0x3B, 0x3C].contains(id.id) ? 4 : 0
+            guard payload.count >= offset + 4 else { return }
+            let start = payload.startIndex + offset
+            let iTOW = UInt32(payload[start]) | UInt32(payload[start + 1]) << 8 | UInt32(payload[start + 2]) << 16
+                | UInt32(payload[start + 3]) << 24
+            participate(key: key, tag: .ubx(iTOW), emit) { _, _ in }
+        default:
+            return
+        }
+    }
+
+    /// gpsd's mode and status for a u-blox fix type (NAV-PVT, NAV-SOL, NAV-STATUS).
+    static func ubxMode(fixType: UInt8, differential: Bool) -> (FixMode, FixStatus) {
+        switch fixType {
+        case 1: return (.twoD, .deadReckoning)
+        case 2: return (.twoD, differential ? .dgps : .gps)
+        case 3: return (.threeD, differential ? .dgps : .gps)
+        case 4: return (.threeD, differential ? .dgps : .gnssDeadReckoning)
+        case 5: return (.threeD, .timeOnly)
+        default: return (.noFix, .unknown)
+        }
+    }
+
+    private func utc(gpsNanoseconds: Int64) -> GNSSTime {
+        let leap = Int64(leapSeconds ?? options.defaultLeapSeconds)
+        return GNSSTime(nanosecondsSinceEpoch: gpsNanoseconds + (gpsEpochUnixSeconds - leap) * 1_000_000_000)
+    }
+
+    // MARK: closing an epoch
+
+    private mutating func close() -> Epoch {
+        epochCounter += 1
+        let fix = current.hasFixData ? makeFix(commit: true) : nil
+        let sky = current.hasSkyData ? makeSky(time: fix?.time) : nil
+        return Epoch(fix: fix, sky: sky)
+    }
+
+    private mutating func makeFix(commit: Bool) -> Fix {
+        let a = current
+        var fix = Fix()
+
+        // Time: a full UTC time from UBX, else the NMEA time of day on the latest date.
+        if let time = a.fullTime {
+            fix.time = time
+        } else if let gps = a.gpsTime {
+            fix.time = utc(gpsNanoseconds: gps)
+        } else if let tod = a.timeOfDay {
+            let ns = tod.nanosecondsSinceMidnight
+            var date = a.date
+            if date == nil, let last = lastDate {
+                // Roll the remembered date over at midnight.
+                if let previous = lastTimeOfDay, ns + 43_200_000_000_000 < previous {
+                    date = GNSSDate(daysSinceEpoch: last.daysSinceEpoch + 1)
+                } else {
+                    date = last
+                }
+            }
+            if let date {
+                fix.time = GNSSTime(date: date, time: tod)
+                if commit {
+                    lastDate = date
+                    lastTimeOfDay = ns
+                }
+            }
+        }
+        if fix.time != nil { fix.ept = a.ept ?? 0.005 }
+
+        // Mode and status.
+        let hasPosition = a.latitude != nil && a.longitude != nil
+        if let mode = a.ubxMode {
+            fix.mode = mode
+            fix.status = a.ubxStatus ?? .unknown
+        } else {
+            let positive = (a.ggaQuality ?? 0) > 0 || a.rmcValid == true || a.gllValid == true || a.gnsValid == true
+            if !positive || !hasPosition {
+                fix.mode = .noFix
+            } else if let type = a.gsaFixType {
+                fix.mode = FixMode(rawValue: type) ?? .noFix
+            } else if a.altitudeMSL != nil || a.altitudeHAE != nil {
+                fix.mode = (a.satellitesUsed ?? 4) >= 4 || a.satellitesUsed == nil ? .threeD : .twoD
+            } else {
+                fix.mode = (lastFix?.mode ?? .unknown) == .threeD && a.rmcValid == true ? .threeD : .twoD
+            }
+            if fix.mode >= .twoD {
+                fix.status = EpochAssembler.status(quality: a.ggaQuality, faa: a.faaMode)
+            }
+        }
+
+        if fix.mode >= .twoD {
+            fix.latitude = a.latitude
+            fix.longitude = a.longitude
+            fix.geoidSeparation = a.geoidSeparation
+            if let hae = a.altitudeHAE, let msl = a.altitudeMSL {
+                fix.altitudeHAE = hae
+                fix.altitudeMSL = msl
+                fix.geoidSeparation = fix.geoidSeparation ?? hae - msl
+            } else if let msl = a.altitudeMSL {
+                fix.altitudeMSL = msl
+                fix.altitudeHAE = a.geoidSeparation.map { msl + $0 }
+            } else if let hae = a.altitudeHAE {
+                fix.altitudeHAE = hae
+                fix.altitudeMSL = a.geoidSeparation.map { hae - $0 }
+            }
+            fix.speed = a.speed
+            if let track = a.track { fix.track = track < 0 ? track + 360 : (track >= 360 ? track - 360 : track) }
+            fix.climb = fix.mode == .threeD ? a.climb : nil
+            fix.magneticVariation = a.magneticVariation
+            if let variation = a.magneticVariation, let track = fix.track {
+                var magnetic = track + variation
+                if magnetic < 0 { magnetic += 360 }
+                if magnetic >= 360 { magnetic -= 360 }
+                fix.magneticTrack = magnetic
+            }
+            fix.velocityNorth = a.velocityNorth
+            fix.velocityEast = a.velocityEast
+            fix.velocityDown = a.velocityDown
+            fix.dgpsAge = a.dgpsAge
+            fix.dgpsStation = a.dgpsStation
+        }
+        fix.satellitesUsed = a.satellitesUsed
+        fix.dops = a.dops
+        if a.hasSkyData || !a.dops.isEmpty {
+            // Fill the DOPs the receiver did not send from the geometry of the used satellites (as gpsd does).
+            fix.dops.fillMissing(from: geometryDOPs())
+        }
+        fix.eph = a.eph
+        fix.epv = a.epv
+        fix.eps = a.eps
+        fix.epx = a.epx
+        fix.epy = a.epy
+        applyErrorModel(&fix)
+        if commit {
+            if let time = fix.time {
+                if let last = lastFix, let lastTime = last.time, abs(time.seconds(since: lastTime)) >= 0.0099 {
+                    olderFix = last
+                }
+                lastFix = fix
+            }
+        }
+        return fix
+    }
+
+    static func status(quality: Int?, faa: Unicode.Scalar?) -> FixStatus {
+        switch quality {
+        case 1?: return .gps
+        case 2?: return .dgps
+        case 3?: return .ppsFix
+        case 4?: return .rtkFixed
+        case 5?: return .rtkFloat
+        case 6?: return .deadReckoning
+        case 7?: return .timeOnly
+        case 8?: return .simulated
+        default: break
+        }
+        switch faa {
+        case "D"?, "P"?: return .dgps
+        case "E"?: return .deadReckoning
+        case "F"?: return .rtkFloat
+        case "R"?: return .rtkFixed
+        case "S"?: return .simulated
+        case "M"?: return .timeOnly
+        default: return .gps
+        }
+    }
+
+    /// gpsd's `gpsd_error_model`: estimates from DOPs, and rates from the previous fix.
+    private func applyErrorModel(_ fix: inout Fix) {
+        let model = options.errorModel
+        let dgps = fix.status == .dgps
+        let h = dgps ? model.horizontalDGPS : model.horizontal
+        let v = dgps ? model.verticalDGPS : model.vertical
+        let p = dgps ? model.positionDGPS : model.position
+        guard fix.mode >= .twoD else { return }
+        if fix.dops.horizontal != nil {
+            if fix.epx == nil, let x = fix.dops.x { fix.epx = x * h }
+            if fix.epy == nil, let y = fix.dops.y { fix.epy = y * h }
+        }
+        if fix.mode == .threeD, fix.epv == nil, let vdop = fix.dops.vertical { fix.epv = vdop * v }
+        if fix.eph == nil, let hdop = fix.dops.horizontal { fix.eph = hdop * p }
+        if fix.sep == nil, let pdop = fix.dops.position { fix.sep = pdop * p }
+
+        // Rates against the previous fix with a different time.
+        guard let time = fix.time else { return }
+        var previous = lastFix
+        if let last = previous, let lastTime = last.time, abs(time.seconds(since: lastTime)) < 0.0099 {
+            previous = olderFix
+        }
+        guard let old = previous, let oldTime = old.time else { return }
+        let dt = time.seconds(since: oldTime)
+        guard dt > 0, old.mode >= .twoD else { return }
+        if options.deriveRates {
+            if fix.speed == nil, let lat = fix.latitude, let lon = fix.longitude, let oldLat = old.latitude,
+                let oldLon = old.longitude
+            {
+                let speed = EpochAssembler.earthDistance(lat, lon, oldLat, oldLon) / dt
+                if speed < 9999.9 { fix.speed = speed }
+            }
+            if fix.mode == .threeD, old.mode == .threeD, fix.climb == nil, let hae = fix.altitudeHAE,
+                let oldHAE = old.altitudeHAE
+            {
+                let climb = (hae - oldHAE) / dt
+                if abs(climb) < 9999.9 { fix.climb = climb }
+            }
+        }
+        if fix.eps == nil, let ox = old.epx, let oy = old.epy, let x = fix.epx, let y = fix.epy {
+            fix.eps = (max(ox, oy) + max(x, y)) / dt
+        }
+        if fix.mode == .threeD, fix.epc == nil, let oldV = old.epv, let epv = fix.epv {
+            fix.epc = (oldV + epv) / dt
+        }
+    }
+
+    /// Distance on the WGS84 ellipsoid's mean sphere (gpsd's `earth_distance` uses a sphere too).
+    static func earthDistance(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
+        let toRadians = Double.pi / 180
+        let dLat = (lat2 - lat1) * toRadians
+        let dLon = (lon2 - lon1) * toRadians
+        let a = sine(dLat / 2) * sine(dLat / 2)
+            + cosine(lat1 * toRadians) * cosine(lat2 * toRadians) * sine(dLon / 2) * sine(dLon / 2)
+        return 2 * WGS84.semiMajorAxis * arcSine(a.squareRoot())
+    }
+
+    // MARK: sky
+
+    private func currentSatellites() -> [SatelliteInView] {
+        if epochCounter - navSatEpoch <= options.satelliteExpiryEpochs {
+            return navSatSatellites
+        }
+        var satellites: [SatelliteInView] = []
+        for set in gsvSets where epochCounter - set.epoch <= options.satelliteExpiryEpochs {
+            for var satellite in set.satellites {
+                if let existing = satellites.firstIndex(where: {
+                    $0.system == satellite.system && $0.svid == satellite.svid
+                }) {
+                    // Another signal of a satellite already listed: keep one entry, the strongest signal.
+                    if let ss = satellite.signalStrength, ss > (satellites[existing].signalStrength ?? -1) {
+                        satellites[existing].signalStrength = ss
+                    }
+                    continue
+                }
+                satellite.used = usedSatellites.contains(satelliteKey(satellite.system, satellite.svid))
+                satellite.signalID = nil
+                satellites.append(satellite)
+            }
+        }
+        return satellites
+    }
+
+    private func makeSky(time: GNSSTime?) -> SkyView {
+        var sky = SkyView(time: time, dops: current.dops, satellites: currentSatellites())
+        sky.dops.fillMissing(from: EpochAssembler.dops(from: sky.satellites))
+        return sky
+    }
+
+    private func geometryDOPs() -> DilutionOfPrecision {
+        EpochAssembler.dops(from: currentSatellites())
+    }
+
+    /// DOPs from the line-of-sight geometry of the used satellites (gpsd's `fill_dop`): needs four.
+    static func dops(from satellites: [SatelliteInView]) -> DilutionOfPrecision {
+        var rows: [(Double, Double, Double)] = []
+        for s in satellites where s.used {
+            guard let az = s.azimuth, let el = s.elevation, s.prn > 0 else { continue }
+            let a = az * .pi / 180
+            let e = el * .pi / 180
+            rows.append((sine(a) * cosine(e), cosine(a) * cosine(e), sine(e)))
+        }
+        guard rows.count >= 4 else { return DilutionOfPrecision() }
+        var m = [[Double]](repeating: [Double](repeating: 0, count: 4), count: 4)
+        for (x, y, z) in rows {
+            let v = [x, y, z, 1.0]
+            for i in 0..<4 { for j in 0..<4 { m[i][j] += v[i] * v[j] } }
+        }
+        guard let inverse = invert4x4(m) else { return DilutionOfPrecision() }
+        let xx = inverse[0][0], yy = inverse[1][1], zz = inverse[2][2], tt = inverse[3][3]
+        guard xx >= 0, yy >= 0, zz >= 0, tt >= 0 else { return DilutionOfPrecision() }
+        return DilutionOfPrecision(
+            x: xx.squareRoot(), y: yy.squareRoot(), vertical: zz.squareRoot(), time: tt.squareRoot(),
+            horizontal: (xx + yy).squareRoot(), geometric: (xx + yy + zz + tt).squareRoot(),
+            position: (xx + yy + zz).squareRoot())
+    }
+
+    static func invert4x4(_ matrix: [[Double]]) -> [[Double]]? {
+        var a = matrix
+        var inverse = (0..<4).map { i in (0..<4).map { j in i == j ? 1.0 : 0.0 } }
+        for column in 0..<4 {
+            var pivot = column
+            for row in column..<4 where abs(a[row][column]) > abs(a[pivot][column]) { pivot = row }
+            guard abs(a[pivot][column]) > 1e-12 else { return nil }
+            a.swapAt(column, pivot)
+            inverse.swapAt(column, pivot)
+            let scale = a[column][column]
+            for j in 0..<4 {
+                a[column][j] /= scale
+                inverse[column][j] /= scale
+            }
+            for row in 0..<4 where row != column {
+                let factor = a[row][column]
+                if factor == 0 { continue }
+                for j in 0..<4 {
+                    a[row][j] -= factor * a[column][j]
+                    inverse[row][j] -= factor * inverse[column][j]
+                }
+            }
+        }
+        return inverse
+    }
+}
+
+/// What an epoch in progress has gathered.
+struct Accumulator: Sendable {
+    var nmeaTag: Int64?
+    var ubxTag: UInt32?
+    var emitted = false
+    var lastKey: UInt64?
+    var hasFixData = false
+    var hasSkyData = false
+
+    var timeOfDay: TimeOfDay?
+    var date: GNSSDate?
+    var fullTime: GNSSTime?
+    var gpsTime: Int64?
+    var ept: Double?
+
+    var latitude: Double?
+    var longitude: Double?
+    var altitudeMSL: Double?
+    var altitudeHAE: Double?
+    var geoidSeparation: Double?
+    var speed: Double?
+    var track: Double?
+    var climb: Double?
+    var magneticVariation: Double?
+    var velocityNorth: Double?
+    var velocityEast: Double?
+    var velocityDown: Double?
+    var eph: Double?
+    var epv: Double?
+    var eps: Double?
+    var epx: Double?
+    var epy: Double?
+    var dgpsAge: Double?
+    var dgpsStation: Int?
+
+    var ggaQuality: Int?
+    var rmcValid: Bool?
+    var gllValid: Bool?
+    var gnsValid: Bool?
+    var faaMode: Unicode.Scalar?
+    var gsaFixType: Int?
+    var sawGSA = false
+    /// 3 NAV-PVT, 2 NAV-SOL, 1 NAV-STATUS: the best UBX source of mode and status so far.
+    var ubxFixSource = 0
+    var ubxMode: FixMode?
+    var ubxStatus: FixStatus?
+    var satellitesUsed: Int?
+    var dops = DilutionOfPrecision()
+
+    var hasContent: Bool { hasFixData || hasSkyData }
+
+    mutating func reset() {
+        self = Accumulator()
+    }
+}
+
+struct GSVSet: Sendable {
+    var key: UInt32
+    var satellites: [SatelliteInView]
+    var epoch: Int
+}
+
+enum NMEAKey {
+    static func make(_ talker: NMEATalker, _ formatter: UInt32) -> UInt64 {
+        UInt64(talker.first) << 32 | UInt64(talker.second) << 24 | UInt64(formatter)
+    }
+}
+
+@inline(__always)
+func satelliteKey(_ system: GNSSSystem, _ svid: Int) -> UInt32 {
+    UInt32(system.rawValue) << 16 | UInt32(truncatingIfNeeded: svid & 0xFFFF)
+}

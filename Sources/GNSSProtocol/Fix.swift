@@ -1,0 +1,293 @@
+// The assembled results: a position fix and a view of the sky, with gpsd's TPV / SKY meaning.
+
+/// A satellite system, numbered as u-blox's `gnssId` and gpsd's `gnssid`.
+public enum GNSSSystem: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    case gps = 0
+    case sbas = 1
+    case galileo = 2
+    case beidou = 3
+    case imes = 4
+    case qzss = 5
+    case glonass = 6
+    case navic = 7
+
+    /// The system of an NMEA 4.10 system id (1 GPS, 2 GLONASS, 3 Galileo, 4 BeiDou, 5 QZSS, 6 NavIC).
+    public init?(nmeaSystemID: Int) {
+        switch nmeaSystemID {
+        case 1: self = .gps
+        case 2: self = .glonass
+        case 3: self = .galileo
+        case 4: self = .beidou
+        case 5: self = .qzss
+        case 6: self = .navic
+        default: return nil
+        }
+    }
+
+    /// The NMEA 4.10 system id, where NMEA defines one.
+    public var nmeaSystemID: Int? {
+        switch self {
+        case .gps, .sbas: return 1
+        case .glonass: return 2
+        case .galileo: return 3
+        case .beidou: return 4
+        case .qzss: return 5
+        case .navic: return 6
+        case .imes: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .gps: return "GPS"
+        case .sbas: return "SBAS"
+        case .galileo: return "Galileo"
+        case .beidou: return "BeiDou"
+        case .imes: return "IMES"
+        case .qzss: return "QZSS"
+        case .glonass: return "GLONASS"
+        case .navic: return "NavIC"
+        }
+    }
+}
+
+/// gpsd's TPV `mode`.
+public enum FixMode: Int, Hashable, Sendable, Comparable {
+    case unknown = 0
+    case noFix = 1
+    case twoD = 2
+    case threeD = 3
+
+    public static func < (lhs: FixMode, rhs: FixMode) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// gpsd's TPV `status` (gpsd 3.22+ numbering).
+public enum FixStatus: Int, Hashable, Sendable {
+    case unknown = 0
+    case gps = 1
+    case dgps = 2
+    case rtkFixed = 3
+    case rtkFloat = 4
+    case deadReckoning = 5
+    case gnssDeadReckoning = 6
+    case timeOnly = 7
+    case simulated = 8
+    case ppsFix = 9
+}
+
+/// Dilutions of precision; gpsd's `xdop` is the east (longitude) DOP and `ydop` the north DOP.
+public struct DilutionOfPrecision: Hashable, Sendable {
+    public var x: Double?
+    public var y: Double?
+    public var vertical: Double?
+    public var time: Double?
+    public var horizontal: Double?
+    public var geometric: Double?
+    public var position: Double?
+
+    public init(
+        x: Double? = nil, y: Double? = nil, vertical: Double? = nil, time: Double? = nil, horizontal: Double? = nil,
+        geometric: Double? = nil, position: Double? = nil
+    ) {
+        self.x = x
+        self.y = y
+        self.vertical = vertical
+        self.time = time
+        self.horizontal = horizontal
+        self.geometric = geometric
+        self.position = position
+    }
+
+    public var isEmpty: Bool {
+        x == nil && y == nil && vertical == nil && time == nil && horizontal == nil && geometric == nil
+            && position == nil
+    }
+
+    /// Fills the DOPs this one lacks from `other`.
+    public mutating func fillMissing(from other: DilutionOfPrecision) {
+        x = x ?? other.x
+        y = y ?? other.y
+        vertical = vertical ?? other.vertical
+        time = time ?? other.time
+        horizontal = horizontal ?? other.horizontal
+        geometric = geometric ?? other.geometric
+        position = position ?? other.position
+    }
+}
+
+/// One navigation solution, with the meaning of gpsd's TPV fields. Units: degrees, metres, m/s;
+/// the error estimates (`ep*`) are gpsd's: 95 % confidence where derived from DOPs.
+public struct Fix: Hashable, Sendable {
+    /// Time of the fix (UTC). `nil` until the receiver has given a date as well as a time of day.
+    public var time: GNSSTime?
+    public var mode: FixMode = .unknown
+    public var status: FixStatus = .unknown
+    public var latitude: Double?
+    public var longitude: Double?
+    /// Height above the WGS84 ellipsoid and above mean sea level, metres.
+    public var altitudeHAE: Double?
+    public var altitudeMSL: Double?
+    /// Geoid separation (HAE - MSL), metres.
+    public var geoidSeparation: Double?
+    /// Speed over ground, m/s; track (course over ground, true), degrees; climb rate, m/s.
+    public var speed: Double?
+    public var track: Double?
+    public var climb: Double?
+    /// Magnetic variation (east positive) and magnetic track, degrees.
+    public var magneticVariation: Double?
+    public var magneticTrack: Double?
+    /// Estimated errors: time (s), longitude (m), latitude (m), vertical (m), horizontal (m),
+    /// speed (m/s), climb (m/s), 3D position (m), track (degrees).
+    public var ept: Double?
+    public var epx: Double?
+    public var epy: Double?
+    public var epv: Double?
+    public var eph: Double?
+    public var eps: Double?
+    public var epc: Double?
+    public var sep: Double?
+    public var epd: Double?
+    /// NED velocity, m/s (when the receiver gives it).
+    public var velocityNorth: Double?
+    public var velocityEast: Double?
+    public var velocityDown: Double?
+    /// Age of differential corrections (s) and reference station id.
+    public var dgpsAge: Double?
+    public var dgpsStation: Int?
+    public var dops = DilutionOfPrecision()
+    /// Satellites used in the solution.
+    public var satellitesUsed: Int?
+
+    public init() {}
+
+    /// `true` when the fix has a 2D or 3D position.
+    public var hasPosition: Bool { mode >= .twoD && latitude != nil && longitude != nil }
+}
+
+/// One satellite in view, with the meaning of an entry of gpsd's SKY `satellites`.
+public struct SatelliteInView: Hashable, Sendable {
+    public var system: GNSSSystem
+    /// The satellite number within its system (u-blox `svId`, gpsd `svid`).
+    public var svid: Int
+    /// gpsd's PRN (NMEA 4.0 extended numbering: GLONASS 65-96, Galileo 301-336, BeiDou 401-437, ...).
+    public var prn: Int
+    /// Degrees; `nil` when unknown.
+    public var elevation: Double?
+    public var azimuth: Double?
+    /// Signal strength, dBHz.
+    public var signalStrength: Double?
+    public var used: Bool
+    /// Signal id (u-blox numbering), when the receiver says.
+    public var signalID: Int?
+    /// Pseudorange residual, metres; quality indicator and health (u-blox NAV-SAT).
+    public var pseudorangeResidual: Double?
+    public var quality: Int?
+    public var health: Int?
+
+    public init(
+        system: GNSSSystem, svid: Int, prn: Int, elevation: Double? = nil, azimuth: Double? = nil,
+        signalStrength: Double? = nil, used: Bool = false, signalID: Int? = nil
+    ) {
+        self.system = system
+        self.svid = svid
+        self.prn = prn
+        self.elevation = elevation
+        self.azimuth = azimuth
+        self.signalStrength = signalStrength
+        self.used = used
+        self.signalID = signalID
+    }
+}
+
+/// The satellites in view and the DOPs of one epoch, with gpsd's SKY meaning.
+public struct SkyView: Hashable, Sendable {
+    public var time: GNSSTime?
+    public var dops = DilutionOfPrecision()
+    public var satellites: [SatelliteInView] = []
+
+    public init(time: GNSSTime? = nil, dops: DilutionOfPrecision = DilutionOfPrecision(), satellites: [SatelliteInView] = []) {
+        self.time = time
+        self.dops = dops
+        self.satellites = satellites
+    }
+
+    /// Satellites in view (gpsd `nSat`) and used (`uSat`).
+    public var satellitesVisible: Int { satellites.count }
+    public var satellitesUsed: Int { satellites.reduce(0) { $0 + ($1.used ? 1 : 0) } }
+}
+
+/// Maps satellite numbers between NMEA, u-blox and gpsd conventions.
+public enum SatelliteNumbering {
+    /// gpsd's PRN for a u-blox (gnssId, svId) pair.
+    public static func prn(system: GNSSSystem, svid: Int) -> Int {
+        switch system {
+        case .gps: return svid
+        case .sbas: return svid >= 120 ? svid : svid + 87
+        case .galileo: return 300 + svid
+        case .beidou: return 400 + svid
+        case .imes: return 172 + svid
+        case .qzss: return 192 + svid
+        case .glonass: return 64 + svid
+        case .navic: return 500 + svid
+        }
+    }
+
+    /// The system, svid and gpsd PRN of an NMEA satellite number, using the NMEA 4.10 system id when
+    /// known and the talker otherwise (after gpsd's `nmeaid_to_prn`). `nil` for numbers nobody defines.
+    public static func fromNMEA(_ number: Int, talker: NMEATalker, systemID: Int?)
+        -> (system: GNSSSystem, svid: Int, prn: Int)?
+    {
+        guard number > 0 else { return nil }
+        if let systemID, let system = GNSSSystem(nmeaSystemID: systemID) {
+            switch system {
+            case .gps, .sbas:
+                if number <= 32 { return (.gps, number, number) }
+                if number <= 64 { return (.sbas, number + 87, number) }
+                if number >= 152 && number <= 158 { return (.sbas, number, number) }
+                if number >= 193 && number <= 199 { return (.qzss, number - 192, number) }
+                return nil
+            case .glonass:
+                let svid = number <= 64 ? number : number - 64
+                guard svid >= 1 && svid <= 64 else { return nil }
+                return (.glonass, svid, 64 + svid)
+            case .galileo:
+                let svid = number < 100 ? number : (number > 300 ? number - 300 : number - 100)
+                guard svid >= 1 && svid < 100 else { return nil }
+                return (.galileo, svid, 300 + svid)
+            case .beidou:
+                let svid = number < 100 ? number : (number > 400 ? number - 400 : number - 200)
+                guard svid >= 1 && svid < 100 else { return nil }
+                return (.beidou, svid, 400 + svid)
+            case .qzss:
+                let svid = number < 100 ? number : number - 192
+                guard svid >= 1 && svid < 100 else { return nil }
+                return (.qzss, svid, 192 + svid)
+            case .navic:
+                return (.navic, number, 500 + number)
+            case .imes:
+                return nil
+            }
+        }
+        if number <= 32 {
+            switch talker.system {
+            case .galileo?: return (.galileo, number, 300 + number)
+            case .beidou?: return (.beidou, number, 400 + number)
+            case .navic?: return (.navic, number, 500 + number)
+            case .glonass?: return (.glonass, number, 64 + number)
+            case .qzss?: return (.qzss, number, 192 + number)
+            default: return (.gps, number, number)
+            }
+        }
+        switch number {
+        case 33...64: return (.sbas, number + 87, number)
+        case 65...96: return (.glonass, number - 64, number)
+        case 120...158: return (.sbas, number, number)
+        case 173...182: return (.imes, number - 172, number)
+        case 193...199: return (.qzss, number - 192, number)
+        case 201...237: return (.beidou, number - 200, number + 200)
+        case 301...356: return (.galileo, number - 300, number)
+        case 401...437: return (.beidou, number - 400, number)
+        default: return nil
+        }
+    }
+}

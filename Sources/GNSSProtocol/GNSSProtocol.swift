@@ -1,1 +1,0 @@
-// GNSSProtocol: filled by its issue.

@@ -1,0 +1,443 @@
+// NMEA 0183 sentences as typed values. Positions are decimal degrees (north and east positive),
+// altitudes metres; speeds keep the sentence's unit in their name (`speedKnots`) with an SI
+// property beside them (`speed`, m/s), so a decoded sentence re-encodes to the same text.
+
+/// Knots to metres per second.
+public let metresPerSecondPerKnot = 1852.0 / 3600.0
+
+/// Satellite numbers of a GSA sentence, stored inline (up to 32; NMEA sends 12).
+public struct NMEASatelliteIDs: RandomAccessCollection, Hashable, Sendable, ExpressibleByArrayLiteral {
+    private var storage = SIMD32<UInt16>()
+    public private(set) var count = 0
+
+    public init() {}
+
+    public init(_ ids: some Sequence<Int>) {
+        for id in ids { append(id) }
+    }
+
+    public init(arrayLiteral elements: Int...) {
+        self.init(elements)
+    }
+
+    public static let capacity = 32
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+    public subscript(position: Int) -> Int { Int(storage[position]) }
+
+    /// Appends an id; ids beyond the capacity are dropped.
+    public mutating func append(_ id: Int) {
+        guard count < NMEASatelliteIDs.capacity else { return }
+        storage[count] = UInt16(clamping: id)
+        count += 1
+    }
+}
+
+/// One satellite of a GSV sentence.
+public struct GSVSatellite: Hashable, Sendable {
+    /// The NMEA satellite number (see `SatelliteNumbering.fromNMEA`).
+    public var id: Int
+    /// Degrees; `nil` when the field is empty.
+    public var elevation: Int?
+    public var azimuth: Int?
+    /// Signal-to-noise ratio, dBHz; `nil` when not tracking.
+    public var snr: Int?
+
+    public init(id: Int, elevation: Int?, azimuth: Int?, snr: Int?) {
+        self.id = id
+        self.elevation = elevation
+        self.azimuth = azimuth
+        self.snr = snr
+    }
+}
+
+/// The up to four satellites of a GSV sentence, stored inline.
+public struct GSVSatellites: RandomAccessCollection, Hashable, Sendable {
+    private static let none = Int16.min
+    private var ids = SIMD4<Int16>(repeating: 0)
+    private var elevations = SIMD4<Int16>(repeating: 0)
+    private var azimuths = SIMD4<Int16>(repeating: 0)
+    private var snrs = SIMD4<Int16>(repeating: 0)
+    public private(set) var count = 0
+
+    public init() {}
+
+    public init(_ satellites: some Sequence<GSVSatellite>) {
+        for satellite in satellites { append(satellite) }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+
+    public subscript(position: Int) -> GSVSatellite {
+        func value(_ v: Int16) -> Int? { v == GSVSatellites.none ? nil : Int(v) }
+        return GSVSatellite(
+            id: Int(ids[position]), elevation: value(elevations[position]), azimuth: value(azimuths[position]),
+            snr: value(snrs[position]))
+    }
+
+    /// Appends a satellite; a fifth is dropped (GSV carries four).
+    public mutating func append(_ satellite: GSVSatellite) {
+        guard count < 4 else { return }
+        func store(_ v: Int?) -> Int16 { v.map { Int16(clamping: $0) } ?? GSVSatellites.none }
+        ids[count] = Int16(clamping: satellite.id)
+        elevations[count] = store(satellite.elevation)
+        azimuths[count] = store(satellite.azimuth)
+        snrs[count] = store(satellite.snr)
+        count += 1
+    }
+}
+
+/// GGA: time, position and fix data.
+public struct NMEAGGA: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var time: TimeOfDay?
+    public var latitude: Double?
+    public var longitude: Double?
+    /// 0 none, 1 autonomous, 2 differential, 3 PPS, 4 RTK fixed, 5 RTK float, 6 dead reckoning, 7 manual, 8 simulator.
+    public var quality: Int?
+    public var satellitesUsed: Int?
+    public var hdop: Double?
+    /// Altitude above mean sea level and geoid separation, metres.
+    public var altitudeMSL: Double?
+    public var geoidSeparation: Double?
+    /// Age of differential corrections, seconds; reference station id.
+    public var dgpsAge: Double?
+    public var dgpsStation: Int?
+
+    public init(
+        talker: NMEATalker = .gp, time: TimeOfDay?, latitude: Double?, longitude: Double?, quality: Int?,
+        satellitesUsed: Int?, hdop: Double?, altitudeMSL: Double?, geoidSeparation: Double?,
+        dgpsAge: Double? = nil, dgpsStation: Int? = nil
+    ) {
+        self.talker = talker
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.quality = quality
+        self.satellitesUsed = satellitesUsed
+        self.hdop = hdop
+        self.altitudeMSL = altitudeMSL
+        self.geoidSeparation = geoidSeparation
+        self.dgpsAge = dgpsAge
+        self.dgpsStation = dgpsStation
+    }
+}
+
+/// RMC: recommended minimum data.
+public struct NMEARMC: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var time: TimeOfDay?
+    /// `A` valid, `V` warning.
+    public var status: Unicode.Scalar?
+    public var latitude: Double?
+    public var longitude: Double?
+    public var speedKnots: Double?
+    /// Course over ground, degrees true.
+    public var course: Double?
+    public var date: GNSSDate?
+    /// Magnetic variation, degrees, east positive.
+    public var magneticVariation: Double?
+    /// FAA mode indicator (NMEA 2.3): A autonomous, D differential, E estimated, F float RTK, M manual,
+    /// N not valid, P precise, R RTK, S simulator.
+    public var modeIndicator: Unicode.Scalar?
+    /// NMEA 4.10 navigational status: S safe, C caution, U unsafe, V not valid.
+    public var navigationStatus: Unicode.Scalar?
+
+    public init(
+        talker: NMEATalker = .gp, time: TimeOfDay?, status: Unicode.Scalar?, latitude: Double?, longitude: Double?,
+        speedKnots: Double?, course: Double?, date: GNSSDate?, magneticVariation: Double? = nil,
+        modeIndicator: Unicode.Scalar? = nil, navigationStatus: Unicode.Scalar? = nil
+    ) {
+        self.talker = talker
+        self.time = time
+        self.status = status
+        self.latitude = latitude
+        self.longitude = longitude
+        self.speedKnots = speedKnots
+        self.course = course
+        self.date = date
+        self.magneticVariation = magneticVariation
+        self.modeIndicator = modeIndicator
+        self.navigationStatus = navigationStatus
+    }
+
+    /// Speed over ground, m/s.
+    public var speed: Double? { speedKnots.map { $0 * metresPerSecondPerKnot } }
+    public var isValid: Bool { status == "A" || status == "D" }
+}
+
+/// GSA: DOPs and the satellites used.
+public struct NMEAGSA: Hashable, Sendable {
+    public var talker: NMEATalker
+    /// `A` automatic, `M` manual.
+    public var selectionMode: Unicode.Scalar?
+    /// 1 no fix, 2 2D, 3 3D.
+    public var fixType: Int?
+    public var satelliteIDs: NMEASatelliteIDs
+    public var pdop: Double?
+    public var hdop: Double?
+    public var vdop: Double?
+    /// NMEA 4.10 system id (1 GPS, 2 GLONASS, 3 Galileo, 4 BeiDou, 5 QZSS, 6 NavIC).
+    public var systemID: Int?
+
+    public init(
+        talker: NMEATalker = .gp, selectionMode: Unicode.Scalar? = "A", fixType: Int?, satelliteIDs: NMEASatelliteIDs,
+        pdop: Double?, hdop: Double?, vdop: Double?, systemID: Int? = nil
+    ) {
+        self.talker = talker
+        self.selectionMode = selectionMode
+        self.fixType = fixType
+        self.satelliteIDs = satelliteIDs
+        self.pdop = pdop
+        self.hdop = hdop
+        self.vdop = vdop
+        self.systemID = systemID
+    }
+}
+
+/// GSV: satellites in view, four per sentence.
+public struct NMEAGSV: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var sentenceCount: Int
+    public var sentenceNumber: Int
+    public var satellitesInView: Int?
+    public var satellites: GSVSatellites
+    /// NMEA 4.10 signal id (1 = GPS L1 C/A, GLONASS L1 OF, ...; 7 = Galileo E1).
+    public var signalID: Int?
+
+    public init(
+        talker: NMEATalker = .gp, sentenceCount: Int, sentenceNumber: Int, satellitesInView: Int?,
+        satellites: GSVSatellites, signalID: Int? = nil
+    ) {
+        self.talker = talker
+        self.sentenceCount = sentenceCount
+        self.sentenceNumber = sentenceNumber
+        self.satellitesInView = satellitesInView
+        self.satellites = satellites
+        self.signalID = signalID
+    }
+}
+
+/// VTG: course and speed over ground.
+public struct NMEAVTG: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var courseTrue: Double?
+    public var courseMagnetic: Double?
+    public var speedKnots: Double?
+    public var speedKmh: Double?
+    public var modeIndicator: Unicode.Scalar?
+
+    public init(
+        talker: NMEATalker = .gp, courseTrue: Double?, courseMagnetic: Double? = nil, speedKnots: Double?,
+        speedKmh: Double?, modeIndicator: Unicode.Scalar? = nil
+    ) {
+        self.talker = talker
+        self.courseTrue = courseTrue
+        self.courseMagnetic = courseMagnetic
+        self.speedKnots = speedKnots
+        self.speedKmh = speedKmh
+        self.modeIndicator = modeIndicator
+    }
+
+    /// Speed over ground, m/s (from the knots field, else km/h).
+    public var speed: Double? {
+        if let speedKnots { return speedKnots * metresPerSecondPerKnot }
+        return speedKmh.map { $0 / 3.6 }
+    }
+}
+
+/// GLL: geographic position.
+public struct NMEAGLL: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var latitude: Double?
+    public var longitude: Double?
+    public var time: TimeOfDay?
+    /// `A` valid, `V` invalid.
+    public var status: Unicode.Scalar?
+    public var modeIndicator: Unicode.Scalar?
+
+    public init(
+        talker: NMEATalker = .gp, latitude: Double?, longitude: Double?, time: TimeOfDay?, status: Unicode.Scalar?,
+        modeIndicator: Unicode.Scalar? = nil
+    ) {
+        self.talker = talker
+        self.latitude = latitude
+        self.longitude = longitude
+        self.time = time
+        self.status = status
+        self.modeIndicator = modeIndicator
+    }
+}
+
+/// GNS: fix data for several systems.
+public struct NMEAGNS: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var time: TimeOfDay?
+    public var latitude: Double?
+    public var longitude: Double?
+    /// One mode indicator per system (GPS, GLONASS, Galileo, BeiDou, QZSS, NavIC).
+    public var modeIndicators: String?
+    public var satellitesUsed: Int?
+    public var hdop: Double?
+    public var altitudeMSL: Double?
+    public var geoidSeparation: Double?
+    public var dgpsAge: Double?
+    public var dgpsStation: Int?
+    /// NMEA 4.10 navigational status.
+    public var navigationStatus: Unicode.Scalar?
+
+    public init(
+        talker: NMEATalker = .gn, time: TimeOfDay?, latitude: Double?, longitude: Double?, modeIndicators: String?,
+        satellitesUsed: Int?, hdop: Double?, altitudeMSL: Double?, geoidSeparation: Double?,
+        dgpsAge: Double? = nil, dgpsStation: Int? = nil, navigationStatus: Unicode.Scalar? = nil
+    ) {
+        self.talker = talker
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.modeIndicators = modeIndicators
+        self.satellitesUsed = satellitesUsed
+        self.hdop = hdop
+        self.altitudeMSL = altitudeMSL
+        self.geoidSeparation = geoidSeparation
+        self.dgpsAge = dgpsAge
+        self.dgpsStation = dgpsStation
+        self.navigationStatus = navigationStatus
+    }
+}
+
+/// GST: pseudorange error statistics, metres (orientation in degrees).
+public struct NMEAGST: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var time: TimeOfDay?
+    public var rangeRMS: Double?
+    public var semiMajor: Double?
+    public var semiMinor: Double?
+    public var orientation: Double?
+    public var latitudeError: Double?
+    public var longitudeError: Double?
+    public var altitudeError: Double?
+
+    public init(
+        talker: NMEATalker = .gp, time: TimeOfDay?, rangeRMS: Double?, semiMajor: Double?, semiMinor: Double?,
+        orientation: Double?, latitudeError: Double?, longitudeError: Double?, altitudeError: Double?
+    ) {
+        self.talker = talker
+        self.time = time
+        self.rangeRMS = rangeRMS
+        self.semiMajor = semiMajor
+        self.semiMinor = semiMinor
+        self.orientation = orientation
+        self.latitudeError = latitudeError
+        self.longitudeError = longitudeError
+        self.altitudeError = altitudeError
+    }
+}
+
+/// ZDA: UTC date and time, local zone.
+public struct NMEAZDA: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var time: TimeOfDay?
+    public var day: Int?
+    public var month: Int?
+    public var year: Int?
+    public var localZoneHours: Int?
+    public var localZoneMinutes: Int?
+
+    public init(
+        talker: NMEATalker = .gp, time: TimeOfDay?, day: Int?, month: Int?, year: Int?, localZoneHours: Int? = nil,
+        localZoneMinutes: Int? = nil
+    ) {
+        self.talker = talker
+        self.time = time
+        self.day = day
+        self.month = month
+        self.year = year
+        self.localZoneHours = localZoneHours
+        self.localZoneMinutes = localZoneMinutes
+    }
+
+    public var date: GNSSDate? {
+        guard let year, let month, let day else { return nil }
+        return GNSSDate(validYear: year, month: month, day: day)
+    }
+}
+
+/// TXT: a text message.
+public struct NMEATXT: Hashable, Sendable {
+    public var talker: NMEATalker
+    public var sentenceCount: Int?
+    public var sentenceNumber: Int?
+    /// 0 error, 1 warning, 2 notice, 7 user (u-blox).
+    public var textID: Int?
+    public var text: String
+
+    public init(talker: NMEATalker = .gp, sentenceCount: Int? = 1, sentenceNumber: Int? = 1, textID: Int?, text: String) {
+        self.talker = talker
+        self.sentenceCount = sentenceCount
+        self.sentenceNumber = sentenceNumber
+        self.textID = textID
+        self.text = text
+    }
+}
+
+/// MTK replies and commands (`$PMTK...`).
+public enum PMTKMessage: Hashable, Sendable {
+    /// `PMTK001,cmd,flag`: acknowledgement; flag 0 invalid, 1 unsupported, 2 failed, 3 success.
+    case ack(command: Int, flag: Int)
+    /// `PMTK010,msg`: system message; 1 startup, 2 wake-up from standby (notify), 3 normal.
+    case system(message: Int)
+    /// `PMTK705,release,build,model(,sdk)`: firmware version.
+    case firmware(release: String, buildID: String, model: String, extra: [String])
+    /// Any other `$PMTKnnn` sentence: its number and fields as text.
+    case other(number: Int, fields: [String])
+
+    /// The three-digit packet number.
+    public var number: Int {
+        switch self {
+        case .ack: return 1
+        case .system: return 10
+        case .firmware: return 705
+        case .other(let number, _): return number
+        }
+    }
+}
+
+/// A decoded NMEA sentence.
+public enum NMEASentence: Hashable, Sendable {
+    case gga(NMEAGGA)
+    case rmc(NMEARMC)
+    case gsa(NMEAGSA)
+    case gsv(NMEAGSV)
+    case vtg(NMEAVTG)
+    case gll(NMEAGLL)
+    case gns(NMEAGNS)
+    case gst(NMEAGST)
+    case zda(NMEAZDA)
+    case txt(NMEATXT)
+    case pmtk(PMTKMessage)
+    /// Another proprietary sentence (`$P...`), kept whole.
+    case proprietary(NMEAAddress, sentence: ArraySlice<UInt8>)
+    /// A standard sentence of a type not decoded here, kept whole.
+    case unsupported(NMEAAddress, sentence: ArraySlice<UInt8>)
+
+    /// The talker of a standard sentence.
+    public var talker: NMEATalker? {
+        switch self {
+        case .gga(let s): return s.talker
+        case .rmc(let s): return s.talker
+        case .gsa(let s): return s.talker
+        case .gsv(let s): return s.talker
+        case .vtg(let s): return s.talker
+        case .gll(let s): return s.talker
+        case .gns(let s): return s.talker
+        case .gst(let s): return s.talker
+        case .zda(let s): return s.talker
+        case .txt(let s): return s.talker
+        case .pmtk, .proprietary: return nil
+        case .unsupported(let address, _): return address.talker
+        }
+    }
+}

@@ -1,0 +1,263 @@
+// Older UBX navigation messages (u-blox 5 to 8 and timing receivers send these instead of, or beside,
+// NAV-PVT): NAV-SOL, NAV-POSLLH, NAV-VELNED, NAV-TIMEGPS.
+
+extension UBX.MessageID {
+    public static let navPOSLLH = UBX.MessageID(0x01, 0x02)
+    public static let navSOL = UBX.MessageID(0x01, 0x06)
+    public static let navVELNED = UBX.MessageID(0x01, 0x12)
+    public static let navTimeGPS = UBX.MessageID(0x01, 0x20)
+}
+
+/// Seconds from the POSIX epoch to the GPS epoch (1980-01-06T00:00:00Z).
+let gpsEpochUnixSeconds: Int64 = 315_964_800
+
+/// UBX-NAV-SOL (01 06): ECEF navigation solution with GPS week time.
+public struct UBXNavSOL: Hashable, Sendable {
+    public var iTOW: UInt32
+    /// Fractional part of iTOW, ns (-500000...500000).
+    public var fTOW: Int32
+    public var week: Int16
+    public var gpsFix: UInt8
+    /// gpsfixOK b0, diffSoln b1, wknSet b2, towSet b3.
+    public var flags: UInt8
+    /// ECEF position, cm; position accuracy, cm.
+    public var ecefX: Int32
+    public var ecefY: Int32
+    public var ecefZ: Int32
+    public var pAcc: UInt32
+    /// ECEF velocity, cm/s; speed accuracy, cm/s.
+    public var ecefVX: Int32
+    public var ecefVY: Int32
+    public var ecefVZ: Int32
+    public var sAcc: UInt32
+    /// Position DOP, 0.01.
+    public var pDOP: UInt16
+    public var numSV: UInt8
+
+    public init(
+        iTOW: UInt32, fTOW: Int32, week: Int16, gpsFix: UInt8, flags: UInt8, ecefX: Int32, ecefY: Int32,
+        ecefZ: Int32, pAcc: UInt32, ecefVX: Int32, ecefVY: Int32, ecefVZ: Int32, sAcc: UInt32, pDOP: UInt16,
+        numSV: UInt8
+    ) {
+        self.iTOW = iTOW
+        self.fTOW = fTOW
+        self.week = week
+        self.gpsFix = gpsFix
+        self.flags = flags
+        self.ecefX = ecefX
+        self.ecefY = ecefY
+        self.ecefZ = ecefZ
+        self.pAcc = pAcc
+        self.ecefVX = ecefVX
+        self.ecefVY = ecefVY
+        self.ecefVZ = ecefVZ
+        self.sAcc = sAcc
+        self.pDOP = pDOP
+        self.numSV = numSV
+    }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count == 52 else { throw .ubxLength(messageClass: 0x01, id: 0x06, length: p.count) }
+        self.init(
+            iTOW: p.u32(0), fTOW: p.i32(4), week: p.i16(8), gpsFix: p.u8(10), flags: p.u8(11), ecefX: p.i32(12),
+            ecefY: p.i32(16), ecefZ: p.i32(20), pAcc: p.u32(24), ecefVX: p.i32(28), ecefVY: p.i32(32),
+            ecefVZ: p.i32(36), sAcc: p.u32(40), pDOP: p.u16(44), numSV: p.u8(47))
+    }
+
+    public var gpsFixOK: Bool { flags & 0x01 != 0 }
+    public var differentialSolution: Bool { flags & 0x02 != 0 }
+    public var weekAndTimeValid: Bool { flags & 0x0C == 0x0C }
+
+    /// GPS time (not UTC) as nanoseconds since the GPS epoch, when week and time of week are set.
+    public var gpsNanoseconds: Int64? {
+        guard weekAndTimeValid else { return nil }
+        return (Int64(week) * 604_800_000 + Int64(iTOW)) * 1_000_000 + Int64(fTOW)
+    }
+
+    /// Geodetic position (WGS84) of the ECEF solution: latitude, longitude (degrees), height (m).
+    public var geodetic: (latitude: Double, longitude: Double, height: Double) {
+        WGS84.geodetic(x: Double(ecefX) / 100, y: Double(ecefY) / 100, z: Double(ecefZ) / 100)
+    }
+
+    public var payload: [UInt8] {
+        var w = LittleEndianWriter(capacity: 52)
+        w.u32(iTOW); w.i32(fTOW); w.i16(week); w.u8(gpsFix); w.u8(flags); w.i32(ecefX); w.i32(ecefY); w.i32(ecefZ)
+        w.u32(pAcc); w.i32(ecefVX); w.i32(ecefVY); w.i32(ecefVZ); w.u32(sAcc); w.u16(pDOP); w.u8(0); w.u8(numSV)
+        w.zeros(4)
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.navSOL, payload: payload) }
+}
+
+/// UBX-NAV-POSLLH (01 02): geodetic position.
+public struct UBXNavPOSLLH: Hashable, Sendable {
+    public var iTOW: UInt32
+    /// 1e-7 degree.
+    public var lon: Int32
+    public var lat: Int32
+    /// mm.
+    public var height: Int32
+    public var hMSL: Int32
+    public var hAcc: UInt32
+    public var vAcc: UInt32
+
+    public init(iTOW: UInt32, lon: Int32, lat: Int32, height: Int32, hMSL: Int32, hAcc: UInt32, vAcc: UInt32) {
+        self.iTOW = iTOW
+        self.lon = lon
+        self.lat = lat
+        self.height = height
+        self.hMSL = hMSL
+        self.hAcc = hAcc
+        self.vAcc = vAcc
+    }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count == 28 else { throw .ubxLength(messageClass: 0x01, id: 0x02, length: p.count) }
+        self.init(
+            iTOW: p.u32(0), lon: p.i32(4), lat: p.i32(8), height: p.i32(12), hMSL: p.i32(16), hAcc: p.u32(20),
+            vAcc: p.u32(24))
+    }
+
+    public var latitude: Double { Double(lat) * 1e-7 }
+    public var longitude: Double { Double(lon) * 1e-7 }
+    public var altitudeHAE: Double { Double(height) * 1e-3 }
+    public var altitudeMSL: Double { Double(hMSL) * 1e-3 }
+
+    public var payload: [UInt8] {
+        var w = LittleEndianWriter(capacity: 28)
+        w.u32(iTOW); w.i32(lon); w.i32(lat); w.i32(height); w.i32(hMSL); w.u32(hAcc); w.u32(vAcc)
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.navPOSLLH, payload: payload) }
+}
+
+/// UBX-NAV-VELNED (01 12): velocity in the NED frame.
+public struct UBXNavVELNED: Hashable, Sendable {
+    public var iTOW: UInt32
+    /// cm/s.
+    public var velN: Int32
+    public var velE: Int32
+    public var velD: Int32
+    /// 3D speed and ground speed, cm/s.
+    public var speed: UInt32
+    public var gSpeed: UInt32
+    /// Heading of motion, 1e-5 degree; speed accuracy cm/s; course accuracy 1e-5 degree.
+    public var heading: Int32
+    public var sAcc: UInt32
+    public var cAcc: UInt32
+
+    public init(
+        iTOW: UInt32, velN: Int32, velE: Int32, velD: Int32, speed: UInt32, gSpeed: UInt32, heading: Int32,
+        sAcc: UInt32, cAcc: UInt32
+    ) {
+        self.iTOW = iTOW
+        self.velN = velN
+        self.velE = velE
+        self.velD = velD
+        self.speed = speed
+        self.gSpeed = gSpeed
+        self.heading = heading
+        self.sAcc = sAcc
+        self.cAcc = cAcc
+    }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count == 36 else { throw .ubxLength(messageClass: 0x01, id: 0x12, length: p.count) }
+        self.init(
+            iTOW: p.u32(0), velN: p.i32(4), velE: p.i32(8), velD: p.i32(12), speed: p.u32(16), gSpeed: p.u32(20),
+            heading: p.i32(24), sAcc: p.u32(28), cAcc: p.u32(32))
+    }
+
+    /// Ground speed, m/s; heading, degrees.
+    public var groundSpeed: Double { Double(gSpeed) * 0.01 }
+    public var headingDegrees: Double { Double(heading) * 1e-5 }
+
+    public var payload: [UInt8] {
+        var w = LittleEndianWriter(capacity: 36)
+        w.u32(iTOW); w.i32(velN); w.i32(velE); w.i32(velD); w.u32(speed); w.u32(gSpeed); w.i32(heading)
+        w.u32(sAcc); w.u32(cAcc)
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.navVELNED, payload: payload) }
+}
+
+/// UBX-NAV-TIMEGPS (01 20): GPS time and the leap seconds between GPS time and UTC.
+public struct UBXNavTimeGPS: Hashable, Sendable {
+    public var iTOW: UInt32
+    public var fTOW: Int32
+    public var week: Int16
+    /// GPS - UTC, seconds.
+    public var leapS: Int8
+    /// towValid b0, weekValid b1, leapSValid b2.
+    public var valid: UInt8
+    public var tAcc: UInt32
+
+    public init(iTOW: UInt32, fTOW: Int32, week: Int16, leapS: Int8, valid: UInt8, tAcc: UInt32) {
+        self.iTOW = iTOW
+        self.fTOW = fTOW
+        self.week = week
+        self.leapS = leapS
+        self.valid = valid
+        self.tAcc = tAcc
+    }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count == 16 else { throw .ubxLength(messageClass: 0x01, id: 0x20, length: p.count) }
+        self.init(iTOW: p.u32(0), fTOW: p.i32(4), week: p.i16(8), leapS: p.i8(10), valid: p.u8(11), tAcc: p.u32(12))
+    }
+
+    public var leapSecondsValid: Bool { valid & 0x04 != 0 }
+
+    public var payload: [UInt8] {
+        var w = LittleEndianWriter(capacity: 16)
+        w.u32(iTOW); w.i32(fTOW); w.i16(week); w.i8(leapS); w.u8(valid); w.u32(tAcc)
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.navTimeGPS, payload: payload) }
+}
+
+/// WGS84 ellipsoid conversions.
+public enum WGS84 {
+    public static let semiMajorAxis = 6_378_137.0
+    public static let flattening = 1 / 298.257_223_563
+    static let e2 = flattening * (2 - flattening)
+
+    /// ECEF (metres) to geodetic latitude and longitude (degrees) and ellipsoidal height (metres),
+    /// by Bowring's method refined by iteration.
+    public static func geodetic(x: Double, y: Double, z: Double) -> (latitude: Double, longitude: Double, height: Double) {
+        let a = semiMajorAxis
+        let p = (x * x + y * y).squareRoot()
+        let longitude = arcTangent2(y, x)
+        var latitude = arcTangent2(z, p * (1 - e2))
+        var height = 0.0
+        for _ in 0..<6 {
+            let s = sine(latitude)
+            let n = a / (1 - e2 * s * s).squareRoot()
+            height = p / cosine(latitude) - n
+            latitude = arcTangent2(z, p * (1 - e2 * n / (n + height)))
+        }
+        if p < 1 {
+            // Near a pole the cosine form loses precision; use the polar radius.
+            let b = a * (1 - flattening)
+            height = abs(z) - b
+        }
+        return (latitude * 180 / .pi, longitude * 180 / .pi, height)
+    }
+
+    /// ECEF velocity (m/s) at a geodetic position (degrees) as north, east, down components.
+    public static func ned(vx: Double, vy: Double, vz: Double, latitude: Double, longitude: Double)
+        -> (north: Double, east: Double, down: Double)
+    {
+        let phi = latitude * .pi / 180
+        let lambda = longitude * .pi / 180
+        let sp = sine(phi), cp = cosine(phi), sl = sine(lambda), cl = cosine(lambda)
+        let north = -sp * cl * vx - sp * sl * vy + cp * vz
+        let east = -sl * vx + cl * vy
+        let up = cp * cl * vx + cp * sl * vy + sp * vz
+        return (north, east, -up)
+    }
+}
