@@ -35,7 +35,8 @@ let package = Package(
 
         // Libraries.
         .target(name: "Signals"),
-        .target(name: "GNSSProtocol"),
+        // libm: Double.rounded() and squareRoot() call it, and nothing else links it without Foundation.
+        .target(name: "GNSSProtocol", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         .target(
             name: "PiHardware",
             dependencies: ["CGPIOD", "CI2C", "CLinuxShims"],
