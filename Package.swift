@@ -62,7 +62,7 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting"]),
-        .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol"]),
+        .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD"], exclude: ["Oracles"]),
         .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting"]),
         .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware"]),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals"]),

@@ -133,16 +133,25 @@ public struct EpochAssembler: Sendable {
     }
 
     /// Starts, continues or closes epochs around a participating message; `apply` adds its data.
+    /// `utc` is the message's UTC time of day (ns) when it has one: it lets an NMEA sentence and a UBX
+    /// message, whose tags cannot be compared, tell whether they belong to the same epoch.
     private mutating func participate(
-        key: UInt64, tag: Tag?, _ emit: (Epoch) -> Void, apply: (inout Accumulator, inout EpochAssembler) -> Void
+        key: UInt64, tag: Tag?, utc: Int64? = nil, _ emit: (Epoch) -> Void,
+        apply: (inout Accumulator, inout EpochAssembler) -> Void
     ) {
         if let tag {
-            let same: Bool?
+            var same: Bool?
             switch tag {
             case .nmea(let value): same = current.nmeaTag.map { $0 == value }
             case .ubx(let value):
                 // u-blox iTOW may jitter by a few ms within one epoch.
                 same = current.ubxTag.map { abs(Int64($0) - Int64(value)) <= 10 }
+            }
+            if same == nil, let utc, let known = current.utcTimeOfDay {
+                // First message of this protocol in the epoch: compare UTC times across protocols.
+                var difference = abs(utc - known)
+                difference = min(difference, 86_400_000_000_000 - difference)
+                if difference > 50_000_000 { same = false }
             }
             if current.emitted {
                 if same == true {
@@ -161,6 +170,7 @@ public struct EpochAssembler: Sendable {
             case .nmea(let value): current.nmeaTag = value
             case .ubx(let value): current.ubxTag = value
             }
+            if let utc { current.utcTimeOfDay = utc }
         } else if current.emitted {
             current.reset()
         }
@@ -184,13 +194,16 @@ public struct EpochAssembler: Sendable {
         switch sentence {
         case .gga(let s):
             key = NMEAKey.make(s.talker, formatterGGA)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
                 a.hasFixData = true
                 a.timeOfDay = s.time ?? a.timeOfDay
                 a.ggaQuality = s.quality ?? 0
                 a.satellitesUsed = s.satellitesUsed ?? a.satellitesUsed
                 if let hdop = s.hdop, hdop < 99 { a.dops.horizontal = hdop }
-                guard let quality = s.quality, quality > 0, let lat = s.latitude, let lon = s.longitude else { return }
+                // A UBX solution in the same epoch is more precise: NMEA only fills what it lacks.
+                guard let quality = s.quality, quality > 0, let lat = s.latitude, let lon = s.longitude,
+                    a.positionSource == 0
+                else { return }
                 a.latitude = lat
                 a.longitude = lon
                 if let altitude = s.altitudeMSL { a.altitudeMSL = altitude }
@@ -202,37 +215,39 @@ public struct EpochAssembler: Sendable {
             }
         case .rmc(let s):
             key = NMEAKey.make(s.talker, formatterRMC)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
                 a.hasFixData = true
                 a.rmcValid = s.isValid
                 guard s.isValid else { return }
                 a.timeOfDay = s.time ?? a.timeOfDay
                 if s.time != nil, let date = s.date { a.date = date }
                 if let mode = s.modeIndicator { a.faaMode = mode }
-                if let lat = s.latitude, let lon = s.longitude {
+                if let lat = s.latitude, let lon = s.longitude, a.positionSource == 0 {
                     a.latitude = lat
                     a.longitude = lon
                 }
-                if let speed = s.speed { a.speed = speed }
-                if let course = s.course { a.track = course }
+                if a.velocitySource == 0 {
+                    if let speed = s.speed { a.speed = speed }
+                    if let course = s.course { a.track = course }
+                }
                 if let variation = s.magneticVariation, abs(variation) > 0.09 { a.magneticVariation = variation }
             }
         case .gll(let s):
             key = NMEAKey.make(s.talker, formatterGLL)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
                 a.hasFixData = true
                 let valid = s.status == "A" && s.modeIndicator != "N"
                 a.gllValid = valid
                 guard valid else { return }
                 a.timeOfDay = s.time ?? a.timeOfDay
-                if let lat = s.latitude, let lon = s.longitude {
+                if let lat = s.latitude, let lon = s.longitude, a.positionSource == 0 {
                     a.latitude = lat
                     a.longitude = lon
                 }
             }
         case .gns(let s):
             key = NMEAKey.make(s.talker, formatterGNS)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
                 a.hasFixData = true
                 let mode = s.modeIndicators?.unicodeScalars.first
                 let valid = mode != nil && mode != "N" && s.navigationStatus != "U" && s.navigationStatus != "V"
@@ -240,21 +255,21 @@ public struct EpochAssembler: Sendable {
                 guard valid else { return }
                 a.timeOfDay = s.time ?? a.timeOfDay
                 if let mode { a.faaMode = mode }
-                if let lat = s.latitude, let lon = s.longitude {
+                if let lat = s.latitude, let lon = s.longitude, a.positionSource == 0 {
                     a.latitude = lat
                     a.longitude = lon
+                    if let altitude = s.altitudeMSL { a.altitudeMSL = altitude }
+                    if let separation = s.geoidSeparation { a.geoidSeparation = separation }
                 }
-                if let altitude = s.altitudeMSL { a.altitudeMSL = altitude }
-                if let separation = s.geoidSeparation { a.geoidSeparation = separation }
                 if let hdop = s.hdop, hdop < 99 { a.dops.horizontal = hdop }
                 a.satellitesUsed = s.satellitesUsed ?? a.satellitesUsed
             }
         case .gst(let s):
             key = NMEAKey.make(s.talker, formatterGST)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { _, _ in }
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { _, _ in }
         case .zda(let s):
             key = NMEAKey.make(s.talker, formatterZDA)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
                 a.hasFixData = true
                 guard let time = s.time, let date = s.date else { return }
                 a.timeOfDay = time
@@ -263,7 +278,7 @@ public struct EpochAssembler: Sendable {
         case .vtg(let s):
             key = NMEAKey.make(s.talker, formatterVTG)
             participate(key: key, tag: nil, emit) { a, _ in
-                guard s.modeIndicator != "N" else { return }
+                guard s.modeIndicator != "N", a.velocitySource == 0 else { return }
                 if let speed = s.speed { a.speed = speed }
                 if let course = s.courseTrue { a.track = course }
             }
@@ -342,7 +357,7 @@ public struct EpochAssembler: Sendable {
         let key: UInt64 = 1 << 63 | UInt64(id.messageClass) << 8 | UInt64(id.id)
         switch message {
         case .navPVT(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), utc: m.time?.timeOfDay.nanosecondsSinceMidnight, emit) { a, _ in
                 a.hasFixData = true
                 a.ubxFixSource = 3
                 a.fullTime = m.time ?? a.fullTime
@@ -357,10 +372,14 @@ public struct EpochAssembler: Sendable {
                     default: break
                     }
                 }
-                a.latitude = m.latitude
-                a.longitude = m.longitude
-                a.altitudeHAE = m.altitudeHAE
-                a.altitudeMSL = m.altitudeMSL
+                if a.positionSource < 2 {
+                    a.positionSource = 2
+                    a.latitude = m.latitude
+                    a.longitude = m.longitude
+                    a.altitudeHAE = m.altitudeHAE
+                    a.altitudeMSL = m.altitudeMSL
+                }
+                a.velocitySource = 3
                 a.speed = m.groundSpeed
                 a.track = m.headingOfMotion
                 a.velocityNorth = m.velocityNorth
@@ -374,7 +393,9 @@ public struct EpochAssembler: Sendable {
                 if m.pDOP < 9999 { a.dops.position = m.positionDOP }
             }
         case .navSOL(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, assembler in
+            var solutionTimeOfDay: Int64?
+            if let gps = m.gpsNanoseconds { solutionTimeOfDay = utc(gpsNanoseconds: gps).timeOfDay.nanosecondsSinceMidnight }
+            participate(key: key, tag: .ubx(m.iTOW), utc: solutionTimeOfDay, emit) { a, assembler in
                 a.hasFixData = true
                 let (mode, status) = EpochAssembler.ubxMode(fixType: m.gpsFix, differential: m.differentialSolution)
                 if a.ubxFixSource < 2 {
@@ -386,7 +407,8 @@ public struct EpochAssembler: Sendable {
                     a.fullTime = assembler.utc(gpsNanoseconds: gps)
                 }
                 let position = m.geodetic
-                if a.latitude == nil {
+                if a.positionSource < 1 {
+                    a.positionSource = 1
                     a.latitude = position.latitude
                     a.longitude = position.longitude
                     a.altitudeHAE = position.height
@@ -394,7 +416,8 @@ public struct EpochAssembler: Sendable {
                 let velocity = WGS84.ned(
                     vx: Double(m.ecefVX) / 100, vy: Double(m.ecefVY) / 100, vz: Double(m.ecefVZ) / 100,
                     latitude: position.latitude, longitude: position.longitude)
-                if a.speed == nil {
+                if a.velocitySource < 1 {
+                    a.velocitySource = 1
                     a.speed = (velocity.north * velocity.north + velocity.east * velocity.east).squareRoot()
                     var track = arcTangent2(velocity.east, velocity.north) * 180 / .pi
                     if track < 0 { track += 360 }
@@ -408,6 +431,8 @@ public struct EpochAssembler: Sendable {
         case .navPOSLLH(let m):
             participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
                 a.hasFixData = true
+                guard a.positionSource <= 2 else { return }
+                a.positionSource = 2
                 a.latitude = m.latitude
                 a.longitude = m.longitude
                 a.altitudeHAE = m.altitudeHAE
@@ -417,6 +442,9 @@ public struct EpochAssembler: Sendable {
             }
         case .navVELNED(let m):
             participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                // NAV-PVT gives the same velocity in mm/s; VELNED's cm/s only replaces coarser sources.
+                guard a.velocitySource < 2 else { return }
+                a.velocitySource = 2
                 a.speed = m.groundSpeed
                 a.track = m.headingDegrees
                 a.velocityNorth = Double(m.velN) / 100
@@ -425,16 +453,30 @@ public struct EpochAssembler: Sendable {
                 a.climb = -Double(m.velD) / 100
                 if a.eps == nil { a.eps = Double(m.sAcc) / 100 }
             }
+        case .navHPPOSLLH(let m):
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+                guard !m.invalid else { return }
+                a.hasFixData = true
+                a.positionSource = 3
+                a.latitude = m.latitude
+                a.longitude = m.longitude
+                a.altitudeHAE = m.altitudeHAE
+                a.altitudeMSL = m.altitudeMSL
+            }
+        case .hnrPVT(let m):
+            // A high-rate solution between navigation epochs: a fix of its own, outside the epoch in progress.
+            emit(standaloneFix(m))
         case .navTimeGPS(let m):
             participate(key: key, tag: .ubx(m.iTOW), emit) { a, assembler in
                 if m.leapSecondsValid { assembler.leapSeconds = Int(m.leapS) }
                 if a.fullTime == nil, m.valid & 0x03 == 0x03 {
+                    a.hasFixData = true
                     let gps = (Int64(m.week) * 604_800_000 + Int64(m.iTOW)) * 1_000_000 + Int64(m.fTOW)
                     a.gpsTime = gps
                 }
             }
         case .navTimeUTC(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), utc: m.time?.timeOfDay.nanosecondsSinceMidnight, emit) { a, _ in
                 a.hasFixData = true
                 if let time = m.time, a.fullTime == nil {
                     a.fullTime = time
@@ -514,6 +556,37 @@ public struct EpochAssembler: Sendable {
         return GNSSTime(nanosecondsSinceEpoch: gpsNanoseconds + (gpsEpochUnixSeconds - leap) * 1_000_000_000)
     }
 
+    private mutating func standaloneFix(_ m: UBXHnrPVT) -> Epoch {
+        var fix = Fix()
+        fix.time = m.time
+        if fix.time != nil { fix.ept = 0.005 }
+        let (mode, status) = EpochAssembler.ubxMode(fixType: m.gpsFix, differential: m.flags & 0x02 != 0)
+        fix.mode = mode
+        fix.status = mode >= .twoD ? status : .unknown
+        if mode >= .twoD {
+            fix.latitude = Double(m.lat) * 1e-7
+            fix.longitude = Double(m.lon) * 1e-7
+            fix.altitudeHAE = Double(m.height) * 1e-3
+            fix.altitudeMSL = Double(m.hMSL) * 1e-3
+            fix.geoidSeparation = Double(m.height - m.hMSL) * 1e-3
+            fix.speed = Double(m.gSpeed) * 1e-3
+            var track = Double(m.headMot) * 1e-5
+            if track < 0 { track += 360 }
+            fix.track = track
+            fix.eph = Double(m.hAcc) * 1e-3
+            fix.epv = Double(m.vAcc) * 1e-3
+            fix.eps = Double(m.sAcc) * 1e-3
+        }
+        applyErrorModel(&fix)
+        if let time = fix.time {
+            if let last = lastFix, let lastTime = last.time, abs(time.seconds(since: lastTime)) >= 0.0099 {
+                olderFix = last
+            }
+            lastFix = fix
+        }
+        return Epoch(fix: fix, sky: nil)
+    }
+
     // MARK: closing an epoch
 
     private mutating func close() -> Epoch {
@@ -558,6 +631,11 @@ public struct EpochAssembler: Sendable {
         if let mode = a.ubxMode {
             fix.mode = mode
             fix.status = a.ubxStatus ?? .unknown
+        } else if a.ggaQuality == nil && a.rmcValid == nil && a.gllValid == nil && a.gnsValid == nil
+            && a.gsaFixType == nil
+        {
+            // Nothing in the epoch says whether there is a fix (time messages only): gpsd's mode 0.
+            fix.mode = .unknown
         } else {
             let positive = (a.ggaQuality ?? 0) > 0 || a.rmcValid == true || a.gllValid == true || a.gnsValid == true
             if !positive || !hasPosition {
@@ -799,6 +877,8 @@ public struct EpochAssembler: Sendable {
 struct Accumulator: Sendable {
     var nmeaTag: Int64?
     var ubxTag: UInt32?
+    /// UTC time of day (ns) of the epoch, once a message has given it.
+    var utcTimeOfDay: Int64?
     var emitted = false
     var lastKey: UInt64?
     var hasFixData = false
@@ -839,6 +919,10 @@ struct Accumulator: Sendable {
     var sawGSA = false
     /// 3 NAV-PVT, 2 NAV-SOL, 1 NAV-STATUS: the best UBX source of mode and status so far.
     var ubxFixSource = 0
+    /// 3 NAV-HPPOSLLH, 2 NAV-PVT or NAV-POSLLH, 1 NAV-SOL: the most precise UBX position so far.
+    var positionSource = 0
+    /// 3 NAV-PVT, 2 NAV-VELNED, 1 NAV-SOL: the most precise UBX velocity so far.
+    var velocitySource = 0
     var ubxMode: FixMode?
     var ubxStatus: FixStatus?
     var satellitesUsed: Int?

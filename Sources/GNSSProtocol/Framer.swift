@@ -71,6 +71,7 @@ public struct Framer: Sendable {
         /// Bytes of the NMEA sentence at `head` already scanned (0 = none), with their running XOR.
         var nmeaScanned = 0
         var nmeaXor: UInt8 = 0
+        /// Offset of the `*` from `head`, or -1.
         var nmeaStar = -1
         var finished = false
         var statistics = FramerStatistics()
@@ -303,7 +304,7 @@ public struct Framer: Sendable {
         let head = cursor.head
         var index = cursor.nmeaScanned > 0 ? head + cursor.nmeaScanned : head + 1
         var xor = cursor.nmeaScanned > 0 ? cursor.nmeaXor : 0
-        var star = cursor.nmeaScanned > 0 ? cursor.nmeaStar : -1
+        var star = cursor.nmeaScanned > 0 && cursor.nmeaStar >= 0 ? head + cursor.nmeaStar : -1
         let limit = min(cursor.tail, head + limits.maxNMEALength)
         while index < limit {
             let byte = raw[index]
@@ -346,7 +347,7 @@ public struct Framer: Sendable {
         }
         cursor.nmeaScanned = index - head
         cursor.nmeaXor = xor
-        cursor.nmeaStar = star
+        cursor.nmeaStar = star >= 0 ? star - head : -1
         return .needMore
     }
 }

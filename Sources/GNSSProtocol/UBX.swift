@@ -62,6 +62,8 @@ public enum UBX {
         case (0x01, 0x06): return "NAV-SOL"
         case (0x01, 0x12): return "NAV-VELNED"
         case (0x01, 0x20): return "NAV-TIMEGPS"
+        case (0x01, 0x14): return "NAV-HPPOSLLH"
+        case (0x28, 0x00): return "HNR-PVT"
         case (0x01, 0x35): return "NAV-SAT"
         case (0x01, 0x61): return "NAV-EOE"
         case (0x02, 0x41): return "RXM-PMREQ"
@@ -102,6 +104,8 @@ public enum UBX {
         case (0x01, 0x06): return length == 52
         case (0x01, 0x12): return length == 36
         case (0x01, 0x20): return length == 16
+        case (0x01, 0x14): return length == 36
+        case (0x28, 0x00): return length == 72
         case (0x01, 0x35): return length >= 8 && (length - 8) % 12 == 0
         case (0x05, 0x00), (0x05, 0x01): return length == 2
         case (0x0A, 0x04): return length >= 40 && (length - 40) % 30 == 0
@@ -1029,6 +1033,8 @@ public enum UBXMessage: Hashable, Sendable {
     case navPOSLLH(UBXNavPOSLLH)
     case navVELNED(UBXNavVELNED)
     case navTimeGPS(UBXNavTimeGPS)
+    case navHPPOSLLH(UBXNavHPPOSLLH)
+    case hnrPVT(UBXHnrPVT)
     case monVER(UBXMonVER)
     case ack(UBXAck)
     case nak(UBXAck)
@@ -1057,6 +1063,8 @@ public enum UBXMessage: Hashable, Sendable {
         case .navPOSLLH: return .navPOSLLH
         case .navVELNED: return .navVELNED
         case .navTimeGPS: return .navTimeGPS
+        case .navHPPOSLLH: return .navHPPOSLLH
+        case .hnrPVT: return .hnrPVT
         case .monVER: return .monVER
         case .ack: return .ackAck
         case .nak: return .ackNak
@@ -1108,6 +1116,8 @@ public enum UBXMessage: Hashable, Sendable {
         case (0x01, 0x02): return .navPOSLLH(try UBXNavPOSLLH(payload: p))
         case (0x01, 0x12): return .navVELNED(try UBXNavVELNED(payload: p))
         case (0x01, 0x20): return .navTimeGPS(try UBXNavTimeGPS(payload: p))
+        case (0x01, 0x14): return .navHPPOSLLH(try UBXNavHPPOSLLH(payload: p))
+        case (0x28, 0x00): return .hnrPVT(try UBXHnrPVT(payload: p))
         case (0x0A, 0x04): return .monVER(try UBXMonVER(payload: p))
         case (0x05, 0x01): return .ack(try UBXAck(payload: p, id: 0x01))
         case (0x05, 0x00): return .nak(try UBXAck(payload: p, id: 0x00))
@@ -1140,6 +1150,8 @@ public enum UBXMessage: Hashable, Sendable {
         case .navPOSLLH(let m): return m.payload
         case .navVELNED(let m): return m.payload
         case .navTimeGPS(let m): return m.payload
+        case .navHPPOSLLH(let m): return m.payload
+        case .hnrPVT(let m): return m.payload
         case .monVER(let m): return m.payload
         case .ack(let m), .nak(let m): return m.payload
         case .inf(let m): return m.payload

@@ -261,3 +261,163 @@ public enum WGS84 {
         return (north, east, -up)
     }
 }
+
+extension UBX.MessageID {
+    public static let navHPPOSLLH = UBX.MessageID(0x01, 0x14)
+    public static let hnrPVT = UBX.MessageID(0x28, 0x00)
+}
+
+/// UBX-NAV-HPPOSLLH (01 14): high-precision geodetic position (0.1 mm, 1e-9 degree).
+public struct UBXNavHPPOSLLH: Hashable, Sendable {
+    public var version: UInt8
+    /// invalidLlh b0.
+    public var flags: UInt8
+    public var iTOW: UInt32
+    public var lon: Int32
+    public var lat: Int32
+    public var height: Int32
+    public var hMSL: Int32
+    /// High-precision parts: 1e-9 degree, 0.1 mm.
+    public var lonHp: Int8
+    public var latHp: Int8
+    public var heightHp: Int8
+    public var hMSLHp: Int8
+    /// Accuracy, 0.1 mm.
+    public var hAcc: UInt32
+    public var vAcc: UInt32
+
+    public init(
+        version: UInt8 = 0, flags: UInt8 = 0, iTOW: UInt32, lon: Int32, lat: Int32, height: Int32, hMSL: Int32,
+        lonHp: Int8, latHp: Int8, heightHp: Int8, hMSLHp: Int8, hAcc: UInt32, vAcc: UInt32
+    ) {
+        self.version = version
+        self.flags = flags
+        self.iTOW = iTOW
+        self.lon = lon
+        self.lat = lat
+        self.height = height
+        self.hMSL = hMSL
+        self.lonHp = lonHp
+        self.latHp = latHp
+        self.heightHp = heightHp
+        self.hMSLHp = hMSLHp
+        self.hAcc = hAcc
+        self.vAcc = vAcc
+    }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count == 36 else { throw .ubxLength(messageClass: 0x01, id: 0x14, length: p.count) }
+        self.init(
+            version: p.u8(0), flags: p.u8(3), iTOW: p.u32(4), lon: p.i32(8), lat: p.i32(12), height: p.i32(16),
+            hMSL: p.i32(20), lonHp: p.i8(24), latHp: p.i8(25), heightHp: p.i8(26), hMSLHp: p.i8(27),
+            hAcc: p.u32(28), vAcc: p.u32(32))
+    }
+
+    public var invalid: Bool { flags & 0x01 != 0 }
+    public var latitude: Double { Double(lat) * 1e-7 + Double(latHp) * 1e-9 }
+    public var longitude: Double { Double(lon) * 1e-7 + Double(lonHp) * 1e-9 }
+    public var altitudeHAE: Double { Double(height) * 1e-3 + Double(heightHp) * 1e-4 }
+    public var altitudeMSL: Double { Double(hMSL) * 1e-3 + Double(hMSLHp) * 1e-4 }
+
+    public var payload: [UInt8] {
+        var w = LittleEndianWriter(capacity: 36)
+        w.u8(version); w.zeros(2); w.u8(flags); w.u32(iTOW); w.i32(lon); w.i32(lat); w.i32(height); w.i32(hMSL)
+        w.i8(lonHp); w.i8(latHp); w.i8(heightHp); w.i8(hMSLHp); w.u32(hAcc); w.u32(vAcc)
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.navHPPOSLLH, payload: payload) }
+}
+
+/// UBX-HNR-PVT (28 00): high-rate navigation solution (dead-reckoning receivers), between the navigation
+/// epochs; each one is a fix of its own.
+public struct UBXHnrPVT: Hashable, Sendable {
+    public var iTOW: UInt32
+    public var year: UInt16
+    public var month: UInt8
+    public var day: UInt8
+    public var hour: UInt8
+    public var minute: UInt8
+    public var second: UInt8
+    /// validDate b0, validTime b1, fullyResolved b2.
+    public var valid: UInt8
+    public var nano: Int32
+    public var gpsFix: UInt8
+    /// GPSfixOK b0, DiffSoln b1, WKNSET b2, TOWSET b3, headVehValid b4.
+    public var flags: UInt8
+    public var lon: Int32
+    public var lat: Int32
+    public var height: Int32
+    public var hMSL: Int32
+    /// mm/s.
+    public var gSpeed: Int32
+    public var speed: Int32
+    /// 1e-5 degree.
+    public var headMot: Int32
+    public var headVeh: Int32
+    /// mm, mm, mm/s, 1e-5 degree.
+    public var hAcc: UInt32
+    public var vAcc: UInt32
+    public var sAcc: UInt32
+    public var headAcc: UInt32
+
+    public init(
+        iTOW: UInt32, year: UInt16, month: UInt8, day: UInt8, hour: UInt8, minute: UInt8, second: UInt8,
+        valid: UInt8, nano: Int32, gpsFix: UInt8, flags: UInt8, lon: Int32, lat: Int32, height: Int32, hMSL: Int32,
+        gSpeed: Int32, speed: Int32, headMot: Int32, headVeh: Int32, hAcc: UInt32, vAcc: UInt32, sAcc: UInt32,
+        headAcc: UInt32
+    ) {
+        self.iTOW = iTOW
+        self.year = year
+        self.month = month
+        self.day = day
+        self.hour = hour
+        self.minute = minute
+        self.second = second
+        self.valid = valid
+        self.nano = nano
+        self.gpsFix = gpsFix
+        self.flags = flags
+        self.lon = lon
+        self.lat = lat
+        self.height = height
+        self.hMSL = hMSL
+        self.gSpeed = gSpeed
+        self.speed = speed
+        self.headMot = headMot
+        self.headVeh = headVeh
+        self.hAcc = hAcc
+        self.vAcc = vAcc
+        self.sAcc = sAcc
+        self.headAcc = headAcc
+    }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count == 72 else { throw .ubxLength(messageClass: 0x28, id: 0x00, length: p.count) }
+        self.init(
+            iTOW: p.u32(0), year: p.u16(4), month: p.u8(6), day: p.u8(7), hour: p.u8(8), minute: p.u8(9),
+            second: p.u8(10), valid: p.u8(11), nano: p.i32(12), gpsFix: p.u8(16), flags: p.u8(17), lon: p.i32(20),
+            lat: p.i32(24), height: p.i32(28), hMSL: p.i32(32), gSpeed: p.i32(36), speed: p.i32(40),
+            headMot: p.i32(44), headVeh: p.i32(48), hAcc: p.u32(52), vAcc: p.u32(56), sAcc: p.u32(60),
+            headAcc: p.u32(64))
+    }
+
+    public var time: GNSSTime? {
+        guard valid & 0x03 == 0x03, let date = GNSSDate(validYear: Int(year), month: Int(month), day: Int(day)),
+            hour < 24, minute < 60, second <= 60
+        else { return nil }
+        let base = GNSSTime(date: date, time: TimeOfDay(hour: Int(hour), minute: Int(minute), second: Int(second)))
+        return GNSSTime(nanosecondsSinceEpoch: base.nanosecondsSinceEpoch + Int64(nano))
+    }
+
+    public var payload: [UInt8] {
+        var w = LittleEndianWriter(capacity: 72)
+        w.u32(iTOW); w.u16(year); w.u8(month); w.u8(day); w.u8(hour); w.u8(minute); w.u8(second); w.u8(valid)
+        w.i32(nano); w.u8(gpsFix); w.u8(flags); w.zeros(2); w.i32(lon); w.i32(lat); w.i32(height); w.i32(hMSL)
+        w.i32(gSpeed); w.i32(speed); w.i32(headMot); w.i32(headVeh); w.u32(hAcc); w.u32(vAcc); w.u32(sAcc)
+        w.u32(headAcc); w.zeros(4)
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.hnrPVT, payload: payload) }
+}
