@@ -71,6 +71,13 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// The libFuzzer target over GNSSProtocol: only when scripts/fuzz.sh asks for it (`GNSSHAT_FUZZ=1`),
+// since libFuzzer supplies its `main` and a normal build could not link it.
+if ProcessInfo.processInfo.environment["GNSSHAT_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "GNSSProtocolFuzz", dependencies: ["GNSSProtocol"]))
+    package.products.append(.executable(name: "GNSSProtocolFuzz", targets: ["GNSSProtocolFuzz"]))
+}
+
 for target in package.targets where target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + upcoming
 }

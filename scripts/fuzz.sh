@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fuzzes GNSSProtocol (framer, NMEA/UBX/RTCM3 decoders, epoch assembler) with libFuzzer and
+# AddressSanitizer for SECONDS (default 60). The corpus it grows is kept in .build/fuzz-corpus, and
+# seeds cut from the shared captures in .build/fuzz-seeds, so each run goes on where the last stopped.
+#   scripts/fuzz.sh            # 60 s (what scripts/test.sh runs)
+#   scripts/fuzz.sh 3600       # an hour
+# Extra arguments after SECONDS go to libFuzzer (e.g. -jobs=2 -workers=2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+
+export GNSSHAT_FUZZ=1
+swift build --sanitize=fuzzer,address --scratch-path .build/fuzz --product GNSSProtocolFuzz 2>&1 \
+    | grep -E 'error|warning:' || true
+binary=$(swift build --sanitize=fuzzer,address --scratch-path .build/fuzz --product GNSSProtocolFuzz --show-bin-path)/GNSSProtocolFuzz
+test -x "$binary" || { echo "fuzz: build failed (see above)" >&2; exit 1; }
+
+corpus=.build/fuzz-corpus
+seeds=.build/fuzz-seeds
+mkdir -p "$corpus" "$seeds"
+if [ -z "$(ls -A "$seeds")" ]; then
+    # Seeds: 2 KB slices of every shared capture (comment headers dropped), when the corpus is there.
+    shared=""
+    for candidate in ../shared/corpus/gpsd ../../shared/corpus/gpsd; do
+        if [ -d "$candidate" ]; then shared=$candidate; break; fi
+    done
+    if [ -n "$shared" ]; then
+        for log in "$shared"/*.log; do
+            name=$(basename "$log" .log)
+            grep -av '^#' "$log" | head -c 16384 | split -b 2048 - "$seeds/$name." || true
+        done
+    fi
+    printf '$PMTK161,0*28\r\n' > "$seeds/pmtk"
+    printf '\xb5\x62\x0a\x04\x00\x00\x0e\x34' > "$seeds/ubx-poll"
+fi
+echo "fuzz: $seconds s, corpus $corpus ($(ls "$corpus" | wc -l) inputs), seeds $seeds ($(ls "$seeds" | wc -l))"
+exec "$binary" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 -timeout=10 "$@" "$corpus" "$seeds"
