@@ -11,9 +11,9 @@ seconds=${1:-60}
 shift || true
 
 export GNSSHAT_FUZZ=1
-swift build --sanitize=fuzzer,address --scratch-path .build/fuzz --product GNSSProtocolFuzz 2>&1 \
+swift build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build/fuzz --product GNSSProtocolFuzz 2>&1 \
     | grep -E 'error|warning:' || true
-binary=$(swift build --sanitize=fuzzer,address --scratch-path .build/fuzz --product GNSSProtocolFuzz --show-bin-path)/GNSSProtocolFuzz
+binary=$(swift build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build/fuzz --product GNSSProtocolFuzz --show-bin-path)/GNSSProtocolFuzz
 test -x "$binary" || { echo "fuzz: build failed (see above)" >&2; exit 1; }
 
 corpus=.build/fuzz-corpus
@@ -35,4 +35,8 @@ if [ -z "$(ls -A "$seeds")" ]; then
     printf '\xb5\x62\x0a\x04\x00\x00\x0e\x34' > "$seeds/ubx-poll"
 fi
 echo "fuzz: $seconds s, corpus $corpus ($(ls "$corpus" | wc -l) inputs), seeds $seeds ($(ls "$seeds" | wc -l))"
-exec "$binary" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 -timeout=10 "$@" "$corpus" "$seeds"
+mkdir -p .build/fuzz-artifacts
+# The Swift runtime's own crash reporter fights AddressSanitizer; libFuzzer reports crashes itself.
+export SWIFT_BACKTRACE=enable=no
+exec "$binary" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 -timeout=10 \
+    -artifact_prefix=.build/fuzz-artifacts/ "$@" "$corpus" "$seeds"

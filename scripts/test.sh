@@ -18,7 +18,14 @@ if grep -q 'warning:' .build/build.log; then
 fi
 
 step "unit tests"
-swift test --skip-build
+swift test --skip-build --skip DifferentialTests
+
+step "GNSSProtocol differential tests against pyubx2 and pynmeagps (10,000 messages per type, both ways)"
+test -x .build/venv/bin/python || { echo "test: .build/venv is missing (scripts/setup.sh makes it)" >&2; exit 1; }
+swift test --skip-build --filter DifferentialTests
+
+step "fuzzing GNSSProtocol (60 s, libFuzzer + AddressSanitizer)"
+scripts/fuzz.sh 60
 
 step "libgpiod v2 API: build and PiHardware tests against libgpiod 2.1 from the private prefix"
 # The rpath in Package.swift makes the loader take libgpiod.so.3 from .build/libgpiod-v2; the

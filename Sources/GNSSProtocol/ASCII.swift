@@ -106,11 +106,8 @@ public enum ASCII {
     /// Appends `value` left-padded with zeros to `width` digits (no sign handling below zero beyond `-`).
     @inlinable
     public static func appendPadded(_ value: Int, width: Int, to bytes: inout [UInt8]) {
-        var value = value
-        if value < 0 {
-            bytes.append(UInt8(ascii: "-"))
-            value = -value
-        }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let value = value.magnitude
         var digits = 1
         var probe = value
         while probe >= 10 {

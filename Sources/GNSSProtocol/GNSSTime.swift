@@ -13,9 +13,10 @@ public struct GNSSDate: Hashable, Comparable, Sendable, CustomStringConvertible 
         self.day = day
     }
 
-    /// `nil` unless month and day exist in that year.
+    /// `nil` unless month and day exist in that year, and the year is one a receiver can report
+    /// (1900-2200; `GNSSTime` spans 1678-2262).
     public init?(validYear year: Int, month: Int, day: Int) {
-        guard (1...9999).contains(year), (1...12).contains(month),
+        guard (1900...2200).contains(year), (1...12).contains(month),
             day >= 1, day <= GNSSDate.daysIn(month: month, year: year)
         else { return nil }
         self.init(year: year, month: month, day: day)
@@ -113,10 +114,17 @@ public struct GNSSTime: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     /// Combines a date and a time of day; a leap second (`second == 60`) folds into the next second.
+    /// Dates outside 1678-2262 saturate at the ends of the range instead of trapping.
     public init(date: GNSSDate, time: TimeOfDay) {
         let seconds = Int64(date.daysSinceEpoch) * 86_400
             + Int64(time.hour * 3600 + time.minute * 60 + time.second)
-        self.init(nanosecondsSinceEpoch: seconds * 1_000_000_000 + Int64(time.nanosecond))
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (total, overflow2) = scaled.addingReportingOverflow(Int64(time.nanosecond))
+        if overflow || overflow2 {
+            self.init(nanosecondsSinceEpoch: seconds < 0 ? .min : .max)
+        } else {
+            self.init(nanosecondsSinceEpoch: total)
+        }
     }
 
     /// Seconds since the epoch, as a `Double` (for differences and rates).
@@ -143,7 +151,8 @@ public struct GNSSTime: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// Appends ISO 8601 the way gpsd writes it: `2017-01-10T00:09:41.000Z`, rounded to the millisecond.
     public func appendISO8601(to bytes: inout [UInt8]) {
         // gpsd rounds to the nearest millisecond, carrying into the seconds.
-        let ms = floorDiv(nanosecondsSinceEpoch + 500_000, 1_000_000)
+        let (rounded, overflow) = nanosecondsSinceEpoch.addingReportingOverflow(500_000)
+        let ms = floorDiv(overflow ? nanosecondsSinceEpoch : rounded, 1_000_000)
         let days = floorDiv(ms, 86_400_000)
         let msOfDay = Int(ms - days * 86_400_000)
         let date = GNSSDate(daysSinceEpoch: Int(days))
