@@ -55,9 +55,11 @@ let package = Package(
             dependencies: ["PiHardware", "CGPIOD", "CI2C", "CLinuxShims"],
             swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
         ),
+        // Counts heap allocations for GNSSHatBench (interposes malloc; never linked into the product).
+        .target(name: "CMallocCounter"),
         .executableTarget(
             name: "GNSSHatBench",
-            dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD"]
+            dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter"]
         ),
 
         // Tests: one target per module.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every GNSSHat test: installs what is missing, builds once, runs the unit tests, then the
-# Signals tests again under ThreadSanitizer, then the emulated hardware-in-loop rig in QEMU.
-# Later steps (fuzzing, static binary) are added here as their issues land.
+# GNSSProtocol differential tests and a 60 s fuzzing run, the Signals tests again under
+# ThreadSanitizer, then the emulated hardware-in-loop rig in QEMU.
+# Later steps (static binary) are added here as their issues land.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS

@@ -6,6 +6,7 @@ import Foundation
 /// Every benchmark, in the order `scripts/bench.sh` runs them.
 let benchmarks: [(name: String, summary: String, run: () async throws -> Void)] = [
     ("signal", "RefCountedSignal delivery and subscribe+cancel vs a Mutex array and AsyncStream", SignalBenchmark.run),
+    ("decode", "framer + decoders and gnss-hat decode JSON vs gpsd's gpsdecode and pyubx2", DecodeBenchmark.run),
 ]
 
 var requested = Array(CommandLine.arguments.dropFirst())

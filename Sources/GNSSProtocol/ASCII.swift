@@ -2,11 +2,34 @@
 
 /// Number parsing and formatting over raw ASCII bytes, shared by the NMEA codec and the JSON reports.
 public enum ASCII {
-    @usableFromInline
-    static let powersOfTen: [Double] = (0...22).map { exponent in
-        var value = 1.0
-        for _ in 0..<exponent { value *= 10 }
-        return value
+    /// 10^n for n in 0...22 (exact doubles), without a lazily initialised table.
+    @inlinable
+    static func powerOfTen(_ n: Int) -> Double {
+        switch n {
+        case 0: return 1
+        case 1: return 1e1
+        case 2: return 1e2
+        case 3: return 1e3
+        case 4: return 1e4
+        case 5: return 1e5
+        case 6: return 1e6
+        case 7: return 1e7
+        case 8: return 1e8
+        case 9: return 1e9
+        case 10: return 1e10
+        case 11: return 1e11
+        case 12: return 1e12
+        case 13: return 1e13
+        case 14: return 1e14
+        case 15: return 1e15
+        case 16: return 1e16
+        case 17: return 1e17
+        case 18: return 1e18
+        case 19: return 1e19
+        case 20: return 1e20
+        case 21: return 1e21
+        default: return 1e22
+        }
     }
 
     // MARK: parsing
@@ -92,7 +115,7 @@ public enum ASCII {
         // Exact when both the mantissa and the power of ten are exact doubles: one correctly rounded division.
         guard mantissa <= 1 << 53, fractionDigits <= 22 else { return slowParse(bytes) }
         var value = Double(mantissa)
-        if fractionDigits > 0 { value /= powersOfTen[fractionDigits] }
+        if fractionDigits > 0 { value /= powerOfTen(fractionDigits) }
         return negative ? -value : value
     }
 
@@ -114,10 +137,7 @@ public enum ASCII {
             probe /= 10
             digits += 1
         }
-        if digits < width {
-            for _ in digits..<width { bytes.append(UInt8(ascii: "0")) }
-        }
-        appendUnsigned(UInt64(value), digits: digits, to: &bytes)
+        appendUnsigned(UInt64(value), digits: max(digits, min(width, 20)), to: &bytes)
     }
 
     /// Appends a decimal integer.
@@ -126,16 +146,19 @@ public enum ASCII {
         appendPadded(value, width: 1, to: &bytes)
     }
 
+    /// Appends the `digits` lowest decimal digits of `value` (zero-padded), in one append.
     @inlinable
     static func appendUnsigned(_ value: UInt64, digits: Int, to bytes: inout [UInt8]) {
-        let start = bytes.count
-        for _ in 0..<digits { bytes.append(0) }
-        var value = value
-        var index = start + digits - 1
-        while index >= start {
-            bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
-            value /= 10
-            index -= 1
+        let digits = min(max(digits, 1), 20)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var value = value
+            var index = digits
+            while index > 0 {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+                value /= 10
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<digits]))
         }
     }
 
@@ -143,31 +166,81 @@ public enum ASCII {
     /// Non-finite values are the caller's business; they are written as `0`.
     @inlinable
     public static func appendFixed(_ value: Double, decimals: Int, to bytes: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            let count = writeFixed(value, decimals: decimals, to: buffer.baseAddress!)
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+
+    /// Writes `value` with exactly `decimals` fraction digits and returns the count (at most 64 bytes).
+    @inlinable
+    public static func writeFixed(_ value: Double, decimals: Int, to out: UnsafeMutablePointer<UInt8>) -> Int {
         guard value.isFinite else {
-            bytes.append(UInt8(ascii: "0"))
-            return
+            out[0] = UInt8(ascii: "0")
+            return 1
         }
         let decimals = max(0, min(decimals, 15))
-        let scaled = (abs(value) * powersOfTen[decimals]).rounded(.toNearestOrEven)
+        let scaled = (abs(value) * powerOfTen(decimals)).rounded(.toNearestOrEven)
         guard scaled < 9.0e18 else {
-            bytes.append(contentsOf: "\(value)".utf8)
-            return
+            var count = 0
+            for byte in "\(value)".utf8.prefix(64) {
+                out[count] = byte
+                count += 1
+            }
+            return count
         }
-        if value.sign == .minus { bytes.append(UInt8(ascii: "-")) }
-        let integer = UInt64(scaled)
-        let divisor = UInt64(powersOfTen[decimals])
-        let whole = integer / divisor
+        var integer = UInt64(scaled)
+        // Count the digits of the whole part, then write everything backwards in place.
+        let divisor = UInt64(powerOfTen(decimals))
+        var whole = integer / divisor
+        var wholeDigits = 1
+        while whole >= 10 {
+            whole /= 10
+            wholeDigits += 1
+        }
+        let sign = value.sign == .minus ? 1 : 0
+        let count = sign + wholeDigits + (decimals > 0 ? decimals + 1 : 0)
+        var index = count
+        for _ in 0..<decimals {
+            index -= 1
+            out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: integer % 10)
+            integer /= 10
+        }
+        if decimals > 0 {
+            index -= 1
+            out[index] = UInt8(ascii: ".")
+        }
+        while index > sign {
+            index -= 1
+            out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: integer % 10)
+            integer /= 10
+        }
+        if sign == 1 { out[0] = UInt8(ascii: "-") }
+        return count
+    }
+
+    /// Writes a decimal integer (at most 20 bytes) and returns the count.
+    @inlinable
+    public static func writeInt(_ value: Int, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        var magnitude = value.magnitude
         var digits = 1
-        var probe = whole
+        var probe = magnitude
         while probe >= 10 {
             probe /= 10
             digits += 1
         }
-        appendUnsigned(whole, digits: digits, to: &bytes)
-        if decimals > 0 {
-            bytes.append(UInt8(ascii: "."))
-            appendUnsigned(integer % divisor, digits: decimals, to: &bytes)
+        var count = 0
+        if value < 0 {
+            out[0] = UInt8(ascii: "-")
+            count = 1
         }
+        var index = count + digits
+        while index > count {
+            index -= 1
+            out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+            magnitude /= 10
+        }
+        return count + digits
     }
 
     /// `appendFixed` into a new `String`.

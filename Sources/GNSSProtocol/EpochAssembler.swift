@@ -122,7 +122,8 @@ public struct EpochAssembler: Sendable {
     public var pendingFix: Fix? {
         guard current.hasFixData, !current.emitted else { return nil }
         var copy = self
-        return copy.makeFix(commit: false)
+        if copy.current.sawGSA { copy.usedSatellites = copy.current.usedThisEpoch }
+        return copy.makeFix(commit: false, geometry: EpochAssembler.dops(from: copy.currentSatellites()))
     }
 
     // MARK: epoch boundaries
@@ -137,7 +138,7 @@ public struct EpochAssembler: Sendable {
     /// message, whose tags cannot be compared, tell whether they belong to the same epoch.
     private mutating func participate(
         key: UInt64, tag: Tag?, utc: Int64? = nil, _ emit: (Epoch) -> Void,
-        apply: (inout Accumulator, inout EpochAssembler) -> Void
+        apply: (inout Accumulator) -> Void
     ) {
         if let tag {
             var same: Bool?
@@ -174,10 +175,7 @@ public struct EpochAssembler: Sendable {
         } else if current.emitted {
             current.reset()
         }
-        var accumulator = current
-        current = Accumulator()
-        apply(&accumulator, &self)
-        current = accumulator
+        apply(&current)
         current.lastKey = key
         if key == EpochAssembler.endOfEpochKey || (options.learnCycleEnd && key == learnedEnd) {
             emit(close())
@@ -194,7 +192,7 @@ public struct EpochAssembler: Sendable {
         switch sentence {
         case .gga(let s):
             key = NMEAKey.make(s.talker, formatterGGA)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
                 a.hasFixData = true
                 a.timeOfDay = s.time ?? a.timeOfDay
                 a.ggaQuality = s.quality ?? 0
@@ -215,7 +213,7 @@ public struct EpochAssembler: Sendable {
             }
         case .rmc(let s):
             key = NMEAKey.make(s.talker, formatterRMC)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
                 a.hasFixData = true
                 a.rmcValid = s.isValid
                 guard s.isValid else { return }
@@ -234,7 +232,7 @@ public struct EpochAssembler: Sendable {
             }
         case .gll(let s):
             key = NMEAKey.make(s.talker, formatterGLL)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
                 a.hasFixData = true
                 let valid = s.status == "A" && s.modeIndicator != "N"
                 a.gllValid = valid
@@ -247,7 +245,7 @@ public struct EpochAssembler: Sendable {
             }
         case .gns(let s):
             key = NMEAKey.make(s.talker, formatterGNS)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
                 a.hasFixData = true
                 let mode = s.modeIndicators?.unicodeScalars.first
                 let valid = mode != nil && mode != "N" && s.navigationStatus != "U" && s.navigationStatus != "V"
@@ -266,10 +264,10 @@ public struct EpochAssembler: Sendable {
             }
         case .gst(let s):
             key = NMEAKey.make(s.talker, formatterGST)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { _, _ in }
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { _ in }
         case .zda(let s):
             key = NMEAKey.make(s.talker, formatterZDA)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a, _ in
+            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
                 a.hasFixData = true
                 guard let time = s.time, let date = s.date else { return }
                 a.timeOfDay = time
@@ -277,35 +275,30 @@ public struct EpochAssembler: Sendable {
             }
         case .vtg(let s):
             key = NMEAKey.make(s.talker, formatterVTG)
-            participate(key: key, tag: nil, emit) { a, _ in
+            participate(key: key, tag: nil, emit) { a in
                 guard s.modeIndicator != "N", a.velocitySource == 0 else { return }
                 if let speed = s.speed { a.speed = speed }
                 if let course = s.courseTrue { a.track = course }
             }
         case .gsa(let s):
             key = NMEAKey.make(s.talker, formatterGSA)
-            participate(key: key, tag: nil, emit) { a, assembler in
+            participate(key: key, tag: nil, emit) { a in
                 a.hasSkyData = true
-                if !a.sawGSA {
-                    a.sawGSA = true
-                    assembler.usedSatellites.removeAll(keepingCapacity: true)
-                }
+                a.sawGSA = true
                 if let type = s.fixType, (1...3).contains(type) { a.gsaFixType = max(a.gsaFixType ?? 0, type) }
                 if let pdop = s.pdop, pdop < 99 { a.dops.position = pdop }
                 if let hdop = s.hdop, hdop < 99 { a.dops.horizontal = hdop }
                 if let vdop = s.vdop, vdop < 99 { a.dops.vertical = vdop }
                 for id in s.satelliteIDs {
                     if let mapped = SatelliteNumbering.fromNMEA(id, talker: s.talker, systemID: s.systemID) {
-                        assembler.usedSatellites.append(satelliteKey(mapped.system, mapped.svid))
+                        a.usedThisEpoch.append(satelliteKey(mapped.system, mapped.svid))
                     }
                 }
             }
         case .gsv(let s):
             key = NMEAKey.make(s.talker, formatterGSV)
-            participate(key: key, tag: nil, emit) { a, assembler in
-                a.hasSkyData = true
-                assembler.addGSV(s)
-            }
+            participate(key: key, tag: nil, emit) { a in a.hasSkyData = true }
+            addGSV(s)
         case .txt, .pmtk, .proprietary, .unsupported:
             return
         }
@@ -357,7 +350,7 @@ public struct EpochAssembler: Sendable {
         let key: UInt64 = 1 << 63 | UInt64(id.messageClass) << 8 | UInt64(id.id)
         switch message {
         case .navPVT(let m):
-            participate(key: key, tag: .ubx(m.iTOW), utc: m.time?.timeOfDay.nanosecondsSinceMidnight, emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), utc: m.time?.timeOfDay.nanosecondsSinceMidnight, emit) { a in
                 a.hasFixData = true
                 a.ubxFixSource = 3
                 a.fullTime = m.time ?? a.fullTime
@@ -395,7 +388,8 @@ public struct EpochAssembler: Sendable {
         case .navSOL(let m):
             var solutionTimeOfDay: Int64?
             if let gps = m.gpsNanoseconds { solutionTimeOfDay = utc(gpsNanoseconds: gps).timeOfDay.nanosecondsSinceMidnight }
-            participate(key: key, tag: .ubx(m.iTOW), utc: solutionTimeOfDay, emit) { a, assembler in
+            let solutionTime = m.gpsNanoseconds.map { utc(gpsNanoseconds: $0) }
+            participate(key: key, tag: .ubx(m.iTOW), utc: solutionTimeOfDay, emit) { a in
                 a.hasFixData = true
                 let (mode, status) = EpochAssembler.ubxMode(fixType: m.gpsFix, differential: m.differentialSolution)
                 if a.ubxFixSource < 2 {
@@ -403,9 +397,7 @@ public struct EpochAssembler: Sendable {
                     a.ubxMode = mode
                     a.ubxStatus = status
                 }
-                if let gps = m.gpsNanoseconds, a.fullTime == nil {
-                    a.fullTime = assembler.utc(gpsNanoseconds: gps)
-                }
+                if a.fullTime == nil { a.fullTime = solutionTime }
                 let position = m.geodetic
                 if a.positionSource < 1 {
                     a.positionSource = 1
@@ -429,7 +421,7 @@ public struct EpochAssembler: Sendable {
                 if m.pDOP < 9999, a.dops.position == nil { a.dops.position = Double(m.pDOP) * 0.01 }
             }
         case .navPOSLLH(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in
                 a.hasFixData = true
                 guard a.positionSource <= 2 else { return }
                 a.positionSource = 2
@@ -441,7 +433,7 @@ public struct EpochAssembler: Sendable {
                 if a.epv == nil { a.epv = Double(m.vAcc) / 1000 }
             }
         case .navVELNED(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in
                 // NAV-PVT gives the same velocity in mm/s; VELNED's cm/s only replaces coarser sources.
                 guard a.velocitySource < 2 else { return }
                 a.velocitySource = 2
@@ -454,7 +446,7 @@ public struct EpochAssembler: Sendable {
                 if a.eps == nil { a.eps = Double(m.sAcc) / 100 }
             }
         case .navHPPOSLLH(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in
                 guard !m.invalid else { return }
                 a.hasFixData = true
                 a.positionSource = 3
@@ -467,8 +459,8 @@ public struct EpochAssembler: Sendable {
             // A high-rate solution between navigation epochs: a fix of its own, outside the epoch in progress.
             emit(standaloneFix(m))
         case .navTimeGPS(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, assembler in
-                if m.leapSecondsValid { assembler.leapSeconds = Int(m.leapS) }
+            if m.leapSecondsValid { leapSeconds = Int(m.leapS) }
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in
                 if a.fullTime == nil, m.valid & 0x03 == 0x03 {
                     a.hasFixData = true
                     let gps = (Int64(m.week) * 604_800_000 + Int64(m.iTOW)) * 1_000_000 + Int64(m.fTOW)
@@ -476,7 +468,7 @@ public struct EpochAssembler: Sendable {
                 }
             }
         case .navTimeUTC(let m):
-            participate(key: key, tag: .ubx(m.iTOW), utc: m.time?.timeOfDay.nanosecondsSinceMidnight, emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), utc: m.time?.timeOfDay.nanosecondsSinceMidnight, emit) { a in
                 a.hasFixData = true
                 if let time = m.time, a.fullTime == nil {
                     a.fullTime = time
@@ -484,7 +476,7 @@ public struct EpochAssembler: Sendable {
                 }
             }
         case .navStatus(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in
                 a.hasFixData = true
                 if a.ubxFixSource < 1 {
                     a.ubxFixSource = 1
@@ -500,32 +492,27 @@ public struct EpochAssembler: Sendable {
                 }
             }
         case .navDOP(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, _ in
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in
                 a.hasSkyData = true
-                a.dops = m.dops
-                for keyPath in [\DilutionOfPrecision.x, \.y, \.vertical, \.time, \.horizontal, \.geometric, \.position]
-                where (a.dops[keyPath: keyPath] ?? 0) >= 99.99 {
-                    a.dops[keyPath: keyPath] = nil
-                }
+                // u-blox sends 99.99 for a DOP it does not know.
+                a.dops = m.dops.keeping(below: 99.99)
             }
         case .navSAT(let m):
-            participate(key: key, tag: .ubx(m.iTOW), emit) { a, assembler in
-                a.hasSkyData = true
-                assembler.navSatSatellites.removeAll(keepingCapacity: true)
-                for s in m.satellites {
-                    guard let system = s.system else { continue }
-                    var entry = SatelliteInView(
-                        system: system, svid: Int(s.svId), prn: SatelliteNumbering.prn(system: system, svid: Int(s.svId)),
-                        elevation: abs(Int(s.elev)) <= 90 ? Double(s.elev) : nil,
-                        azimuth: (0...359).contains(Int(s.azim)) ? Double(s.azim) : nil,
-                        signalStrength: s.cno > 0 ? Double(s.cno) : nil, used: s.used)
-                    entry.pseudorangeResidual = s.pseudorangeResidual
-                    entry.quality = Int(s.qualityIndicator)
-                    entry.health = Int(s.health)
-                    assembler.navSatSatellites.append(entry)
-                }
-                assembler.navSatEpoch = assembler.epochCounter
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in a.hasSkyData = true }
+            navSatSatellites.removeAll(keepingCapacity: true)
+            for s in m.satellites {
+                guard let system = s.system else { continue }
+                var entry = SatelliteInView(
+                    system: system, svid: Int(s.svId), prn: SatelliteNumbering.prn(system: system, svid: Int(s.svId)),
+                    elevation: abs(Int(s.elev)) <= 90 ? Double(s.elev) : nil,
+                    azimuth: (0...359).contains(Int(s.azim)) ? Double(s.azim) : nil,
+                    signalStrength: s.cno > 0 ? Double(s.cno) : nil, used: s.used)
+                entry.pseudorangeResidual = s.pseudorangeResidual
+                entry.quality = Int(s.qualityIndicator)
+                entry.health = Int(s.health)
+                navSatSatellites.append(entry)
             }
+            navSatEpoch = epochCounter
         case .other(let id, let payload) where id.messageClass == UBX.Class.nav && payload.count >= 4:
             // Other NAV messages still mark the epoch; most carry iTOW first, a few after a version byte.
             let offset = [0x13, 0x14, 0x3B, 0x3C].contains(id.id) ? 4 : 0
@@ -533,7 +520,7 @@ public struct EpochAssembler: Sendable {
             let start = payload.startIndex + offset
             let iTOW = UInt32(payload[start]) | UInt32(payload[start + 1]) << 8 | UInt32(payload[start + 2]) << 16
                 | UInt32(payload[start + 3]) << 24
-            participate(key: key, tag: .ubx(iTOW), emit) { _, _ in }
+            participate(key: key, tag: .ubx(iTOW), emit) { _ in }
         default:
             return
         }
@@ -591,12 +578,24 @@ public struct EpochAssembler: Sendable {
 
     private mutating func close() -> Epoch {
         epochCounter += 1
-        let fix = current.hasFixData ? makeFix(commit: true) : nil
-        let sky = current.hasSkyData ? makeSky(time: fix?.time) : nil
+        if current.sawGSA {
+            usedSatellites.removeAll(keepingCapacity: true)
+            usedSatellites.append(contentsOf: current.usedThisEpoch)
+        }
+        // The satellites and their geometry, once for both reports.
+        let satellites = current.hasContent ? currentSatellites() : []
+        let geometry = EpochAssembler.dops(from: satellites)
+        let fix = current.hasFixData ? makeFix(commit: true, geometry: geometry) : nil
+        var sky: SkyView?
+        if current.hasSkyData {
+            var view = SkyView(time: fix?.time, dops: current.dops, satellites: satellites)
+            view.dops.fillMissing(from: geometry)
+            sky = view
+        }
         return Epoch(fix: fix, sky: sky)
     }
 
-    private mutating func makeFix(commit: Bool) -> Fix {
+    private mutating func makeFix(commit: Bool, geometry: DilutionOfPrecision) -> Fix {
         let a = current
         var fix = Fix()
 
@@ -687,7 +686,7 @@ public struct EpochAssembler: Sendable {
         fix.dops = a.dops
         if a.hasSkyData || !a.dops.isEmpty {
             // Fill the DOPs the receiver did not send from the geometry of the used satellites (as gpsd does).
-            fix.dops.fillMissing(from: geometryDOPs())
+            fix.dops.fillMissing(from: geometry)
         }
         fix.eph = a.eph
         fix.epv = a.epv
@@ -812,33 +811,29 @@ public struct EpochAssembler: Sendable {
         return satellites
     }
 
-    private func makeSky(time: GNSSTime?) -> SkyView {
-        var sky = SkyView(time: time, dops: current.dops, satellites: currentSatellites())
-        sky.dops.fillMissing(from: EpochAssembler.dops(from: sky.satellites))
-        return sky
-    }
-
-    private func geometryDOPs() -> DilutionOfPrecision {
-        EpochAssembler.dops(from: currentSatellites())
-    }
 
     /// DOPs from the line-of-sight geometry of the used satellites (gpsd's `fill_dop`): needs four.
     static func dops(from satellites: [SatelliteInView]) -> DilutionOfPrecision {
-        var rows: [(Double, Double, Double)] = []
+        // The normal matrix (A^T A) of the line-of-sight rows (x, y, z, 1), row-major in a SIMD16.
+        var m = SIMD16<Double>()
+        var count = 0
         for s in satellites where s.used {
             guard let az = s.azimuth, let el = s.elevation, s.prn > 0 else { continue }
             let a = az * .pi / 180
             let e = el * .pi / 180
-            rows.append((sine(a) * cosine(e), cosine(a) * cosine(e), sine(e)))
+            let ce = cosine(e)
+            let v = SIMD4<Double>(sine(a) * ce, cosine(a) * ce, sine(e), 1)
+            for i in 0..<4 {
+                let row = v * v[i]
+                m[i * 4] += row[0]
+                m[i * 4 + 1] += row[1]
+                m[i * 4 + 2] += row[2]
+                m[i * 4 + 3] += row[3]
+            }
+            count += 1
         }
-        guard rows.count >= 4 else { return DilutionOfPrecision() }
-        var m = [[Double]](repeating: [Double](repeating: 0, count: 4), count: 4)
-        for (x, y, z) in rows {
-            let v = [x, y, z, 1.0]
-            for i in 0..<4 { for j in 0..<4 { m[i][j] += v[i] * v[j] } }
-        }
-        guard let inverse = invert4x4(m) else { return DilutionOfPrecision() }
-        let xx = inverse[0][0], yy = inverse[1][1], zz = inverse[2][2], tt = inverse[3][3]
+        guard count >= 4, let inverse = invert4x4(m) else { return DilutionOfPrecision() }
+        let xx = inverse[0], yy = inverse[5], zz = inverse[10], tt = inverse[15]
         guard xx >= 0, yy >= 0, zz >= 0, tt >= 0 else { return DilutionOfPrecision() }
         return DilutionOfPrecision(
             x: xx.squareRoot(), y: yy.squareRoot(), vertical: zz.squareRoot(), time: tt.squareRoot(),
@@ -846,30 +841,44 @@ public struct EpochAssembler: Sendable {
             position: (xx + yy + zz).squareRoot())
     }
 
-    static func invert4x4(_ matrix: [[Double]]) -> [[Double]]? {
-        var a = matrix
-        var inverse = (0..<4).map { i in (0..<4).map { j in i == j ? 1.0 : 0.0 } }
-        for column in 0..<4 {
-            var pivot = column
-            for row in column..<4 where abs(a[row][column]) > abs(a[pivot][column]) { pivot = row }
-            guard abs(a[pivot][column]) > 1e-12 else { return nil }
-            a.swapAt(column, pivot)
-            inverse.swapAt(column, pivot)
-            let scale = a[column][column]
-            for j in 0..<4 {
-                a[column][j] /= scale
-                inverse[column][j] /= scale
+    /// Gauss-Jordan inversion with partial pivoting of a row-major 4x4 matrix; `nil` when singular.
+    static func invert4x4(_ matrix: SIMD16<Double>) -> SIMD16<Double>? {
+        withUnsafeTemporaryAllocation(of: Double.self, capacity: 32) { storage -> SIMD16<Double>? in
+            // a: the matrix, b: the identity, both row-major; row operations on both.
+            let a = storage.baseAddress!
+            let b = a + 16
+            for i in 0..<16 {
+                a[i] = matrix[i]
+                b[i] = i % 5 == 0 ? 1 : 0
             }
-            for row in 0..<4 where row != column {
-                let factor = a[row][column]
-                if factor == 0 { continue }
+            for column in 0..<4 {
+                var pivot = column
+                for row in column..<4 where abs(a[row * 4 + column]) > abs(a[pivot * 4 + column]) { pivot = row }
+                guard abs(a[pivot * 4 + column]) > 1e-12 else { return nil }
+                if pivot != column {
+                    for j in 0..<4 {
+                        swap(&a[column * 4 + j], &a[pivot * 4 + j])
+                        swap(&b[column * 4 + j], &b[pivot * 4 + j])
+                    }
+                }
+                let scale = 1 / a[column * 4 + column]
                 for j in 0..<4 {
-                    a[row][j] -= factor * a[column][j]
-                    inverse[row][j] -= factor * inverse[column][j]
+                    a[column * 4 + j] *= scale
+                    b[column * 4 + j] *= scale
+                }
+                for row in 0..<4 where row != column {
+                    let factor = a[row * 4 + column]
+                    if factor == 0 { continue }
+                    for j in 0..<4 {
+                        a[row * 4 + j] -= factor * a[column * 4 + j]
+                        b[row * 4 + j] -= factor * b[column * 4 + j]
+                    }
                 }
             }
+            var inverse = SIMD16<Double>()
+            for i in 0..<16 { inverse[i] = b[i] }
+            return inverse
         }
-        return inverse
     }
 }
 
@@ -917,6 +926,8 @@ struct Accumulator: Sendable {
     var faaMode: Unicode.Scalar?
     var gsaFixType: Int?
     var sawGSA = false
+    /// Satellites the GSA sentences of this epoch list as used (system and svid keys).
+    var usedThisEpoch: [UInt32] = []
     /// 3 NAV-PVT, 2 NAV-SOL, 1 NAV-STATUS: the best UBX source of mode and status so far.
     var ubxFixSource = 0
     /// 3 NAV-HPPOSLLH, 2 NAV-PVT or NAV-POSLLH, 1 NAV-SOL: the most precise UBX position so far.
@@ -931,7 +942,10 @@ struct Accumulator: Sendable {
     var hasContent: Bool { hasFixData || hasSkyData }
 
     mutating func reset() {
+        var used = usedThisEpoch
+        used.removeAll(keepingCapacity: true)
         self = Accumulator()
+        usedThisEpoch = used
     }
 }
 

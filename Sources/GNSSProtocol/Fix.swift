@@ -103,6 +103,14 @@ public struct DilutionOfPrecision: Hashable, Sendable {
             && position == nil
     }
 
+    /// These DOPs with every value at or above `limit` (a receiver's "unknown") left out.
+    public func keeping(below limit: Double) -> DilutionOfPrecision {
+        func keep(_ value: Double?) -> Double? { value.flatMap { $0 < limit ? $0 : nil } }
+        return DilutionOfPrecision(
+            x: keep(x), y: keep(y), vertical: keep(vertical), time: keep(time), horizontal: keep(horizontal),
+            geometric: keep(geometric), position: keep(position))
+    }
+
     /// Fills the DOPs this one lacks from `other`.
     public mutating func fillMissing(from other: DilutionOfPrecision) {
         x = x ?? other.x

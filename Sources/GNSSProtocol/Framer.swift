@@ -308,6 +308,13 @@ public struct Framer: Sendable {
         let limit = min(cursor.tail, head + limits.maxNMEALength)
         while index < limit {
             let byte = raw[index]
+            // Fast path: '+' (0x2B) to '~' (0x7E) holds every byte of a sentence body but the few below
+            // (space, '*', '$', '!', control characters), which take the checks that follow.
+            if byte &- 0x2B < 0x54 {
+                if star < 0 { xor ^= byte }
+                index += 1
+                continue
+            }
             if byte == UInt8(ascii: "\n") {
                 let end = index + 1
                 let bodyEnd = raw[index - 1] == UInt8(ascii: "\r") ? index - 1 : index

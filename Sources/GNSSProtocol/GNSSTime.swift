@@ -173,6 +173,39 @@ public struct GNSSTime: Hashable, Comparable, Sendable, CustomStringConvertible 
         bytes.append(UInt8(ascii: "Z"))
     }
 
+    /// Writes the 24 bytes of `appendISO8601` to `out`.
+    public func writeISO8601(to out: UnsafeMutablePointer<UInt8>) {
+        let (rounded, overflow) = nanosecondsSinceEpoch.addingReportingOverflow(500_000)
+        let ms = floorDiv(overflow ? nanosecondsSinceEpoch : rounded, 1_000_000)
+        let days = floorDiv(ms, 86_400_000)
+        let msOfDay = Int(ms - days * 86_400_000)
+        let date = GNSSDate(daysSinceEpoch: Int(days))
+        let seconds = msOfDay / 1000
+        func put(_ value: Int, _ width: Int, _ at: Int) {
+            var value = abs(value)
+            var index = at + width
+            while index > at {
+                index -= 1
+                out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+                value /= 10
+            }
+        }
+        put(date.year, 4, 0)
+        out[4] = UInt8(ascii: "-")
+        put(date.month, 2, 5)
+        out[7] = UInt8(ascii: "-")
+        put(date.day, 2, 8)
+        out[10] = UInt8(ascii: "T")
+        put(seconds / 3600, 2, 11)
+        out[13] = UInt8(ascii: ":")
+        put(seconds / 60 % 60, 2, 14)
+        out[16] = UInt8(ascii: ":")
+        put(seconds % 60, 2, 17)
+        out[19] = UInt8(ascii: ".")
+        put(msOfDay % 1000, 3, 20)
+        out[23] = UInt8(ascii: "Z")
+    }
+
     /// ISO 8601 as gpsd writes it (millisecond precision, `Z`).
     public var iso8601: String {
         var bytes: [UInt8] = []

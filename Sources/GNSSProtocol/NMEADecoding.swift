@@ -58,16 +58,18 @@ extension NMEASentence {
     }
 }
 
-let formatterGGA = NMEAAddress.formatter("GGA")
-let formatterRMC = NMEAAddress.formatter("RMC")
-let formatterGSA = NMEAAddress.formatter("GSA")
-let formatterGSV = NMEAAddress.formatter("GSV")
-let formatterVTG = NMEAAddress.formatter("VTG")
-let formatterGLL = NMEAAddress.formatter("GLL")
-let formatterGNS = NMEAAddress.formatter("GNS")
-let formatterGST = NMEAAddress.formatter("GST")
-let formatterZDA = NMEAAddress.formatter("ZDA")
-let formatterTXT = NMEAAddress.formatter("TXT")
+// Sentence formatters packed as NMEAAddress.formatter packs them ("GGA" is G | G << 8 | A << 16), as
+// literals so reading them costs no lazy-initialisation check.
+let formatterGGA: UInt32 = 0x41_4747
+let formatterRMC: UInt32 = 0x43_4D52
+let formatterGSA: UInt32 = 0x41_5347
+let formatterGSV: UInt32 = 0x56_5347
+let formatterVTG: UInt32 = 0x47_5456
+let formatterGLL: UInt32 = 0x4C_4C47
+let formatterGNS: UInt32 = 0x53_4E47
+let formatterGST: UInt32 = 0x54_5347
+let formatterZDA: UInt32 = 0x41_445A
+let formatterTXT: UInt32 = 0x54_5854
 
 extension NMEAFieldReader {
     mutating func require(_ minimum: Int) throws(DecodeError) {

@@ -210,7 +210,7 @@ public struct NMEASentenceWriter {
             return
         }
         let magnitude = abs(degrees)
-        let scale = ASCII.powersOfTen[max(0, min(decimals, 10))]
+        let scale = ASCII.powerOfTen(max(0, min(decimals, 10)))
         // Round in minutes first so 59.999995 carries into the degrees.
         let totalMinutes = (magnitude * 60 * scale).rounded() / scale
         var whole = Int(totalMinutes / 60)

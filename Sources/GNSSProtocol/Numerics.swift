@@ -40,32 +40,35 @@ func reduceQuarterPi(_ x: Double) -> (Int, Double) {
     return (Int(quadrant), r)
 }
 
+/// sin(x) for |x| <= pi/4: Taylor polynomial to x^17 (truncation error below 1e-16), by Horner's rule.
 @inlinable
 func sinKernel(_ x: Double) -> Double {
     let x2 = x * x
-    var term = x
-    var sum = x
-    var n = 1.0
-    for _ in 0..<9 {
-        term *= -x2 / ((n + 1) * (n + 2))
-        sum += term
-        n += 2
-    }
-    return sum
+    var p = 2.811_457_254_345_520_6e-15  // 1/17!
+    p = p * x2 - 7.647_163_731_819_816e-13  // -1/15!
+    p = p * x2 + 1.605_904_383_682_161_3e-10  // 1/13!
+    p = p * x2 - 2.505_210_838_544_172e-8  // -1/11!
+    p = p * x2 + 2.755_731_922_398_589e-6  // 1/9!
+    p = p * x2 - 1.984_126_984_126_984e-4  // -1/7!
+    p = p * x2 + 8.333_333_333_333_333e-3  // 1/5!
+    p = p * x2 - 1.666_666_666_666_666_6e-1  // -1/3!
+    return x + x * x2 * p
 }
 
+/// cos(x) for |x| <= pi/4: Taylor polynomial to x^18, by Horner's rule.
 @inlinable
 func cosKernel(_ x: Double) -> Double {
     let x2 = x * x
-    var term = 1.0
-    var sum = 1.0
-    var n = 0.0
-    for _ in 0..<9 {
-        term *= -x2 / ((n + 1) * (n + 2))
-        sum += term
-        n += 2
-    }
-    return sum
+    var p = -1.561_920_696_858_622_6e-16  // -1/18!
+    p = p * x2 + 4.779_477_332_387_385e-14  // 1/16!
+    p = p * x2 - 1.147_074_559_772_972_5e-11  // -1/14!
+    p = p * x2 + 2.087_675_698_786_81e-9  // 1/12!
+    p = p * x2 - 2.755_731_922_398_589e-7  // -1/10!
+    p = p * x2 + 2.480_158_730_158_730_2e-5  // 1/8!
+    p = p * x2 - 1.388_888_888_888_889e-3  // -1/6!
+    p = p * x2 + 4.166_666_666_666_666_4e-2  // 1/4!
+    p = p * x2 - 0.5
+    return 1 + x2 * p
 }
 
 /// Arc tangent of `x`, radians.

@@ -23,180 +23,239 @@ public enum GPSDReport {
 
     /// Appends a TPV object and CR LF to `bytes` (no allocation beyond the buffer's growth).
     public static func appendTPV(_ fix: Fix, device: String?, to bytes: inout [UInt8], lineEnding: Bool = true) {
-        var j = JSONObjectWriter(bytes: bytes)
-        bytes = []
-        j.begin(className: "TPV")
-        if let device { j.string("device", device) }
-        // gpsd leaves out status 0 (unknown) and 1 (plain GPS).
-        if fix.status.rawValue >= FixStatus.dgps.rawValue { j.int("status", fix.status.rawValue) }
-        j.int("mode", fix.mode.rawValue)
-        if let time = fix.time {
-            j.key("time")
-            j.bytes.append(UInt8(ascii: "\""))
-            time.appendISO8601(to: &j.bytes)
-            j.bytes.append(UInt8(ascii: "\""))
-            j.number("ept", fix.ept, 3)
-        }
-        // Position fields only with a 2D or 3D fix (gpsd suppresses them otherwise).
-        if fix.mode >= .twoD {
-            j.number("lat", fix.latitude, 9)
-            j.number("lon", fix.longitude, 9)
-            j.number("altHAE", fix.altitudeHAE, 4)
-            j.number("altMSL", fix.altitudeMSL, 4)
-            // Deprecated `alt`: MSL when known, else HAE.
-            j.number("alt", fix.altitudeMSL ?? fix.altitudeHAE, 4)
-            j.number("epx", fix.epx, 3)
-            j.number("epy", fix.epy, 3)
-            j.number("epv", fix.epv, 3)
-            j.number("track", fix.track, 4)
-            j.number("magtrack", fix.magneticTrack, 4)
-            j.number("magvar", fix.magneticVariation, 1)
-            j.number("speed", fix.speed, 3)
-            if fix.mode == .threeD { j.number("climb", fix.climb.map { abs($0) < 0.0005 ? 0 : $0 }, 3) }
-            j.number("epd", fix.epd, 4)
-            j.number("eps", fix.eps, 2)
-            if fix.mode == .threeD {
-                j.number("epc", fix.epc, 2)
-                if let north = fix.velocityNorth, let east = fix.velocityEast {
-                    j.number("velN", abs(north) < 0.0005 ? 0 : north, 3)
-                    j.number("velE", abs(east) < 0.0005 ? 0 : east, 3)
-                    j.number("velD", fix.velocityDown.map { abs($0) < 0.0005 ? 0 : $0 }, 3)
+        JSONWriter.append(to: &bytes, capacity: 1280 + 6 * (device?.utf8.count ?? 0)) { j in
+            j.begin(className: "TPV")
+            if let device { j.string("device", device) }
+            // gpsd leaves out status 0 (unknown) and 1 (plain GPS).
+            if fix.status.rawValue >= FixStatus.dgps.rawValue { j.int("status", fix.status.rawValue) }
+            j.int("mode", fix.mode.rawValue)
+            if let time = fix.time {
+                j.time("time", time)
+                j.number("ept", fix.ept, 3)
+            }
+            // Position fields only with a 2D or 3D fix (gpsd suppresses them otherwise).
+            if fix.mode >= .twoD {
+                j.number("lat", fix.latitude, 9)
+                j.number("lon", fix.longitude, 9)
+                j.number("altHAE", fix.altitudeHAE, 4)
+                j.number("altMSL", fix.altitudeMSL, 4)
+                // Deprecated `alt`: MSL when known, else HAE.
+                j.number("alt", fix.altitudeMSL ?? fix.altitudeHAE, 4)
+                j.number("epx", fix.epx, 3)
+                j.number("epy", fix.epy, 3)
+                j.number("epv", fix.epv, 3)
+                j.number("track", fix.track, 4)
+                j.number("magtrack", fix.magneticTrack, 4)
+                j.number("magvar", fix.magneticVariation, 1)
+                j.number("speed", fix.speed, 3)
+                if fix.mode == .threeD { j.number("climb", fix.climb.map { abs($0) < 0.0005 ? 0 : $0 }, 3) }
+                j.number("epd", fix.epd, 4)
+                j.number("eps", fix.eps, 2)
+                if fix.mode == .threeD {
+                    j.number("epc", fix.epc, 2)
+                    if let north = fix.velocityNorth, let east = fix.velocityEast {
+                        j.number("velN", abs(north) < 0.0005 ? 0 : north, 3)
+                        j.number("velE", abs(east) < 0.0005 ? 0 : east, 3)
+                        j.number("velD", fix.velocityDown.map { abs($0) < 0.0005 ? 0 : $0 }, 3)
+                    }
+                    j.number("geoidSep", fix.geoidSeparation, 3)
                 }
-                j.number("geoidSep", fix.geoidSeparation, 3)
+                j.number("eph", fix.eph, 3)
+                j.number("sep", fix.sep, 3)
+                if let age = fix.dgpsAge, let station = fix.dgpsStation {
+                    j.number("dgpsAge", age, 1)
+                    j.int("dgpsSta", station)
+                }
             }
-            j.number("eph", fix.eph, 3)
-            j.number("sep", fix.sep, 3)
-            if let age = fix.dgpsAge, let station = fix.dgpsStation {
-                j.number("dgpsAge", age, 1)
-                j.int("dgpsSta", station)
-            }
+            j.end(lineEnding: lineEnding)
         }
-        j.end(lineEnding: lineEnding)
-        bytes = j.bytes
     }
 
     /// Appends a SKY object and CR LF to `bytes`.
     public static func appendSKY(_ sky: SkyView, device: String?, to bytes: inout [UInt8], lineEnding: Bool = true) {
-        var j = JSONObjectWriter(bytes: bytes)
-        bytes = []
-        j.begin(className: "SKY")
-        if let device { j.string("device", device) }
-        if let time = sky.time {
-            j.key("time")
-            j.bytes.append(UInt8(ascii: "\""))
-            time.appendISO8601(to: &j.bytes)
-            j.bytes.append(UInt8(ascii: "\""))
-        }
-        j.number("gdop", sky.dops.geometric, 2)
-        j.number("hdop", sky.dops.horizontal, 2)
-        j.number("pdop", sky.dops.position, 2)
-        j.number("tdop", sky.dops.time, 2)
-        j.number("xdop", sky.dops.x, 2)
-        j.number("ydop", sky.dops.y, 2)
-        j.number("vdop", sky.dops.vertical, 2)
-        if !sky.satellites.isEmpty {
-            j.int("nSat", sky.satellitesVisible)
-            j.int("uSat", sky.satellitesUsed)
-            j.key("satellites")
-            j.bytes.append(UInt8(ascii: "["))
-            for (index, satellite) in sky.satellites.enumerated() {
-                if index > 0 { j.bytes.append(UInt8(ascii: ",")) }
-                var s = JSONObjectWriter(bytes: j.bytes)
-                j.bytes = []
-                s.open()
-                s.int("PRN", satellite.prn)
-                s.int("gnssid", Int(satellite.system.rawValue))
-                s.int("svid", satellite.svid)
-                if let signal = satellite.signalID, signal != 0 { s.int("sigid", signal) }
-                s.number("az", satellite.azimuth, 1)
-                s.number("el", satellite.elevation, 1)
-                s.number("prRes", satellite.pseudorangeResidual, 1)
-                if let quality = satellite.quality { s.int("qual", quality) }
-                s.number("ss", satellite.signalStrength, 1)
-                s.bool("used", satellite.used)
-                if let health = satellite.health, health != 0 { s.int("health", health) }
-                s.bytes.append(UInt8(ascii: "}"))
-                j.bytes = s.bytes
+        let capacity = 512 + 6 * (device?.utf8.count ?? 0) + 128 * sky.satellites.count
+        JSONWriter.append(to: &bytes, capacity: capacity) { j in
+            j.begin(className: "SKY")
+            if let device { j.string("device", device) }
+            if let time = sky.time { j.time("time", time) }
+            j.number("gdop", sky.dops.geometric, 2)
+            j.number("hdop", sky.dops.horizontal, 2)
+            j.number("pdop", sky.dops.position, 2)
+            j.number("tdop", sky.dops.time, 2)
+            j.number("xdop", sky.dops.x, 2)
+            j.number("ydop", sky.dops.y, 2)
+            j.number("vdop", sky.dops.vertical, 2)
+            if !sky.satellites.isEmpty {
+                j.int("nSat", sky.satellitesVisible)
+                j.int("uSat", sky.satellitesUsed)
+                j.key("satellites")
+                j.byte(UInt8(ascii: "["))
+                for (index, satellite) in sky.satellites.enumerated() {
+                    if index > 0 { j.byte(UInt8(ascii: ",")) }
+                    j.open()
+                    j.int("PRN", satellite.prn)
+                    j.int("gnssid", Int(satellite.system.rawValue))
+                    j.int("svid", satellite.svid)
+                    if let signal = satellite.signalID, signal != 0 { j.int("sigid", signal) }
+                    j.number("az", satellite.azimuth, 1)
+                    j.number("el", satellite.elevation, 1)
+                    j.number("prRes", satellite.pseudorangeResidual, 1)
+                    if let quality = satellite.quality { j.int("qual", quality) }
+                    j.number("ss", satellite.signalStrength, 1)
+                    j.bool("used", satellite.used)
+                    if let health = satellite.health, health != 0 { j.int("health", health) }
+                    j.byte(UInt8(ascii: "}"))
+                }
+                j.byte(UInt8(ascii: "]"))
             }
-            j.bytes.append(UInt8(ascii: "]"))
+            j.end(lineEnding: lineEnding)
         }
-        j.end(lineEnding: lineEnding)
-        bytes = j.bytes
     }
 }
 
-/// Writes one flat JSON object into a byte buffer, comma handling included.
-struct JSONObjectWriter {
-    var bytes: [UInt8]
+/// Writes one JSON object into space reserved at the end of a byte array: raw byte stores, and a
+/// room check per field. A first capacity that turns out too small is doubled and the object rewritten.
+struct JSONWriter {
+    let out: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    var count = 0
+    /// Set when a field did not fit; the object is then written again with more room.
+    private(set) var overflowed = false
     private var first = true
 
-    init(bytes: [UInt8]) {
-        self.bytes = bytes
+    init(out: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.out = out
+        self.capacity = capacity
+    }
+
+    /// Reserves room at the end of `bytes`, lets `body` write, and keeps what it wrote.
+    static func append(to bytes: inout [UInt8], capacity: Int, _ body: (inout JSONWriter) -> Void) {
+        var capacity = capacity
+        let start = bytes.count
+        while true {
+            bytes.append(contentsOf: repeatElement(0, count: capacity))
+            let (written, overflowed) = bytes.withUnsafeMutableBufferPointer { buffer -> (Int, Bool) in
+                var writer = JSONWriter(out: buffer.baseAddress! + start, capacity: capacity)
+                body(&writer)
+                return (writer.count, writer.overflowed)
+            }
+            if !overflowed {
+                bytes.removeLast(capacity - written)
+                return
+            }
+            bytes.removeLast(capacity)
+            capacity *= 2
+        }
+    }
+
+    /// Whether `needed` more bytes fit; when not, the writer stops and reports an overflow.
+    @inline(__always)
+    mutating func room(_ needed: Int) -> Bool {
+        if overflowed || count + needed > capacity {
+            overflowed = true
+            return false
+        }
+        return true
+    }
+
+    mutating func byte(_ value: UInt8) {
+        guard room(1) else { return }
+        out[count] = value
+        count += 1
+    }
+
+    mutating func raw(_ text: StaticString) {
+        let length = text.utf8CodeUnitCount
+        guard room(length) else { return }
+        // A byte loop: these strings are a few bytes long, shorter than a memmove call is worth.
+        let source = text.utf8Start
+        for index in 0..<length { out[count + index] = source[index] }
+        count += length
     }
 
     mutating func open() {
-        bytes.append(UInt8(ascii: "{"))
+        byte(UInt8(ascii: "{"))
         first = true
     }
 
     mutating func begin(className: StaticString) {
-        open()
-        key("class")
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeRawBufferPointer(start: className.utf8Start, count: className.utf8CodeUnitCount))
-        bytes.append(UInt8(ascii: "\""))
+        raw("{\"class\":\"")
+        raw(className)
+        byte(UInt8(ascii: "\""))
+        first = false
     }
 
     mutating func end(lineEnding: Bool) {
-        bytes.append(UInt8(ascii: "}"))
+        byte(UInt8(ascii: "}"))
         if lineEnding {
-            bytes.append(UInt8(ascii: "\r"))
-            bytes.append(UInt8(ascii: "\n"))
+            byte(UInt8(ascii: "\r"))
+            byte(UInt8(ascii: "\n"))
         }
     }
 
+    /// Writes `,"name":` (without the comma for the first key).
     mutating func key(_ name: StaticString) {
-        if !first { bytes.append(UInt8(ascii: ",")) }
+        let length = name.utf8CodeUnitCount
+        guard room(length + 4) else { return }
+        if !first {
+            out[count] = UInt8(ascii: ",")
+            count += 1
+        }
         first = false
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        out[count] = UInt8(ascii: "\"")
+        let source = name.utf8Start
+        for index in 0..<length { out[count + 1 + index] = source[index] }
+        out[count + 1 + length] = UInt8(ascii: "\"")
+        out[count + 2 + length] = UInt8(ascii: ":")
+        count += length + 3
     }
 
     mutating func int(_ name: StaticString, _ value: Int) {
         key(name)
-        ASCII.appendInt(value, to: &bytes)
+        guard room(20) else { return }
+        count += ASCII.writeInt(value, to: out + count)
     }
 
     mutating func bool(_ name: StaticString, _ value: Bool) {
         key(name)
-        bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
+        if value { raw("true") } else { raw("false") }
     }
 
     /// A number with a fixed count of decimals; left out when `nil` or not finite.
     mutating func number(_ name: StaticString, _ value: Double?, _ decimals: Int) {
         guard let value, value.isFinite else { return }
         key(name)
-        ASCII.appendFixed(value, decimals: decimals, to: &bytes)
+        guard room(64) else { return }
+        count += ASCII.writeFixed(value, decimals: decimals, to: out + count)
+    }
+
+    mutating func time(_ name: StaticString, _ value: GNSSTime) {
+        key(name)
+        byte(UInt8(ascii: "\""))
+        guard room(24) else { return }
+        value.writeISO8601(to: out + count)
+        count += 24
+        byte(UInt8(ascii: "\""))
     }
 
     mutating func string(_ name: StaticString, _ value: String) {
         key(name)
-        bytes.append(UInt8(ascii: "\""))
+        byte(UInt8(ascii: "\""))
+        let hex = Array("0123456789abcdef".utf8)
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                bytes.append(UInt8(ascii: "\\"))
-                bytes.append(byte)
+                self.byte(UInt8(ascii: "\\"))
+                self.byte(byte)
             case 0..<0x20:
-                bytes.append(contentsOf: "\\u00".utf8)
-                ASCII.appendHexByte(byte, to: &bytes)
+                raw("\\u00")
+                self.byte(hex[Int(byte >> 4)])
+                self.byte(hex[Int(byte & 0xF)])
             default:
-                bytes.append(byte)
+                self.byte(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+        byte(UInt8(ascii: "\""))
     }
 }
 
