@@ -41,11 +41,12 @@ enum DecodeBenchmark {
             await Bench.seconds { summary = decodeTyped(bytes) }
         }
         let allocations = allocationsPerFrame(bytes)
-        print("decode \(name): \(String(format: "%.1f", mb)) MB, \(summary.frames) frames (NMEA \(summary.nmea), "
-            + "UBX \(summary.ubx), RTCM3 \(summary.rtcm3)), \(summary.decodeErrors) undecodable, "
-            + "\(summary.discarded) bytes discarded, \(summary.checksumFailures) checksum failures; allocations per "
-            + "frame: framer \(String(format: "%.3f", allocations.framer)), typed decode "
-            + "\(String(format: "%.3f", allocations.typed))")
+        print(
+            "decode \(name): \(String(format: "%.1f", mb)) MB, \(summary.frames) frames (NMEA \(summary.nmea), "
+                + "UBX \(summary.ubx), RTCM3 \(summary.rtcm3)), \(summary.decodeErrors) undecodable, "
+                + "\(summary.discarded) bytes discarded, \(summary.checksumFailures) checksum failures; "
+                + "allocations per frame: framer \(String(format: "%.3f", allocations.framer)), typed decode "
+                + "\(String(format: "%.3f", allocations.typed))")
         // Ours: the `gnss-hat decode` pipeline, gpsd JSON out.
         var jsonBytes = 0
         let json = await Bench.median(runs: runs) {
@@ -58,20 +59,24 @@ enum DecodeBenchmark {
         }
         // gpsd's gpsdecode on the same file, JSON to /dev/null.
         let gpsdecode = try await Bench.median(runs: runs) { try runGpsdecode(file) }
-        Bench.report("decode.\(name).typed", ours: mb / typed, peer: "gpsdecode", peerValue: mb / gpsdecode,
-                     unit: "MB/s", target: "10")
-        Bench.report("decode.\(name).typed-messages", ours: Double(summary.frames) / typed, peer: "gpsdecode",
-                     peerValue: Double(summary.frames) / gpsdecode, unit: "msg/s", target: "10")
-        Bench.report("decode.\(name).json", ours: mb / json, peer: "gpsdecode", peerValue: mb / gpsdecode,
-                     unit: "MB/s", target: "3")
+        Bench.report(
+            "decode.\(name).typed", ours: mb / typed, peer: "gpsdecode", peerValue: mb / gpsdecode,
+            unit: "MB/s", target: "10")
+        Bench.report(
+            "decode.\(name).typed-messages", ours: Double(summary.frames) / typed, peer: "gpsdecode",
+            peerValue: Double(summary.frames) / gpsdecode, unit: "msg/s", target: "10")
+        Bench.report(
+            "decode.\(name).json", ours: mb / json, peer: "gpsdecode", peerValue: mb / gpsdecode,
+            unit: "MB/s", target: "3")
         // pyubx2 on a prefix of the same file (it is slow; throughput does not depend on the length).
         let prefix = min(bytes.count, Int(pyubx2Megabytes * 1_000_000))
         let pyubx2 = try await Bench.median(runs: runs) { try runPyubx2(file, bytes: prefix) }
         let oursPrefix = await Bench.median(runs: runs) {
             await Bench.seconds { _ = decodeTyped(Array(bytes.prefix(prefix))) }
         }
-        Bench.report("decode.\(name).typed-vs-pyubx2", ours: Double(prefix) / 1e6 / oursPrefix, peer: "pyubx2",
-                     peerValue: Double(prefix) / 1e6 / pyubx2.seconds, unit: "MB/s", target: "-")
+        Bench.report(
+            "decode.\(name).typed-vs-pyubx2", ours: Double(prefix) / 1e6 / oursPrefix, peer: "pyubx2",
+            peerValue: Double(prefix) / 1e6 / pyubx2.seconds, unit: "MB/s", target: "-")
         _ = jsonBytes
     }
 
@@ -253,7 +258,9 @@ enum DecodeBenchmark {
 
 extension Bench {
     /// Median of `runs` measurements that return a pair (the first element is compared).
-    static func median(runs: Int, _ measure: () async throws -> (seconds: Double, messages: Int)) async rethrows
+    static func median(
+        runs: Int, _ measure: () async throws -> (seconds: Double, messages: Int)
+    ) async rethrows
         -> (seconds: Double, messages: Int)
     {
         var samples: [(seconds: Double, messages: Int)] = []

@@ -192,7 +192,10 @@ public struct EpochAssembler: Sendable {
         switch sentence {
         case .gga(let s):
             key = NMEAKey.make(s.talker, formatterGGA)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
+            participate(
+                key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight,
+                emit
+            ) { a in
                 a.hasFixData = true
                 a.timeOfDay = s.time ?? a.timeOfDay
                 a.ggaQuality = s.quality ?? 0
@@ -213,7 +216,10 @@ public struct EpochAssembler: Sendable {
             }
         case .rmc(let s):
             key = NMEAKey.make(s.talker, formatterRMC)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
+            participate(
+                key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight,
+                emit
+            ) { a in
                 a.hasFixData = true
                 a.rmcValid = s.isValid
                 guard s.isValid else { return }
@@ -232,7 +238,10 @@ public struct EpochAssembler: Sendable {
             }
         case .gll(let s):
             key = NMEAKey.make(s.talker, formatterGLL)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
+            participate(
+                key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight,
+                emit
+            ) { a in
                 a.hasFixData = true
                 let valid = s.status == "A" && s.modeIndicator != "N"
                 a.gllValid = valid
@@ -245,7 +254,10 @@ public struct EpochAssembler: Sendable {
             }
         case .gns(let s):
             key = NMEAKey.make(s.talker, formatterGNS)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
+            participate(
+                key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight,
+                emit
+            ) { a in
                 a.hasFixData = true
                 let mode = s.modeIndicators?.unicodeScalars.first
                 let valid = mode != nil && mode != "N" && s.navigationStatus != "U" && s.navigationStatus != "V"
@@ -264,10 +276,16 @@ public struct EpochAssembler: Sendable {
             }
         case .gst(let s):
             key = NMEAKey.make(s.talker, formatterGST)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { _ in }
+            participate(
+                key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight,
+                emit
+            ) { _ in }
         case .zda(let s):
             key = NMEAKey.make(s.talker, formatterZDA)
-            participate(key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight, emit) { a in
+            participate(
+                key: key, tag: s.time.map { .nmea($0.nanosecondsSinceMidnight) }, utc: s.time?.nanosecondsSinceMidnight,
+                emit
+            ) { a in
                 a.hasFixData = true
                 guard let time = s.time, let date = s.date else { return }
                 a.timeOfDay = time
@@ -387,7 +405,9 @@ public struct EpochAssembler: Sendable {
             }
         case .navSOL(let m):
             var solutionTimeOfDay: Int64?
-            if let gps = m.gpsNanoseconds { solutionTimeOfDay = utc(gpsNanoseconds: gps).timeOfDay.nanosecondsSinceMidnight }
+            if let gps = m.gpsNanoseconds {
+                solutionTimeOfDay = utc(gpsNanoseconds: gps).timeOfDay.nanosecondsSinceMidnight
+            }
             let solutionTime = m.gpsNanoseconds.map { utc(gpsNanoseconds: $0) }
             participate(key: key, tag: .ubx(m.iTOW), utc: solutionTimeOfDay, emit) { a in
                 a.hasFixData = true
@@ -518,7 +538,8 @@ public struct EpochAssembler: Sendable {
             let offset = [0x13, 0x14, 0x3B, 0x3C].contains(id.id) ? 4 : 0
             guard payload.count >= offset + 4 else { return }
             let start = payload.startIndex + offset
-            let iTOW = UInt32(payload[start]) | UInt32(payload[start + 1]) << 8 | UInt32(payload[start + 2]) << 16
+            let iTOW =
+                UInt32(payload[start]) | UInt32(payload[start + 1]) << 8 | UInt32(payload[start + 2]) << 16
                 | UInt32(payload[start + 3]) << 24
             participate(key: key, tag: .ubx(iTOW), emit) { _ in }
         default:
@@ -780,7 +801,8 @@ public struct EpochAssembler: Sendable {
         let toRadians = Double.pi / 180
         let dLat = (lat2 - lat1) * toRadians
         let dLon = (lon2 - lon1) * toRadians
-        let a = sine(dLat / 2) * sine(dLat / 2)
+        let a =
+            sine(dLat / 2) * sine(dLat / 2)
             + cosine(lat1 * toRadians) * cosine(lat2 * toRadians) * sine(dLon / 2) * sine(dLon / 2)
         return 2 * WGS84.semiMajorAxis * arcSine(a.squareRoot())
     }
@@ -810,7 +832,6 @@ public struct EpochAssembler: Sendable {
         }
         return satellites
     }
-
 
     /// DOPs from the line-of-sight geometry of the used satellites (gpsd's `fill_dop`): needs four.
     static func dops(from satellites: [SatelliteInView]) -> DilutionOfPrecision {

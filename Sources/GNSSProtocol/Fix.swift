@@ -213,7 +213,9 @@ public struct SkyView: Hashable, Sendable {
     public var dops = DilutionOfPrecision()
     public var satellites: [SatelliteInView] = []
 
-    public init(time: GNSSTime? = nil, dops: DilutionOfPrecision = DilutionOfPrecision(), satellites: [SatelliteInView] = []) {
+    public init(
+        time: GNSSTime? = nil, dops: DilutionOfPrecision = DilutionOfPrecision(), satellites: [SatelliteInView] = []
+    ) {
         self.time = time
         self.dops = dops
         self.satellites = satellites
@@ -242,7 +244,9 @@ public enum SatelliteNumbering {
 
     /// The system, svid and gpsd PRN of an NMEA satellite number, using the NMEA 4.10 system id when
     /// known and the talker otherwise (after gpsd's `nmeaid_to_prn`). `nil` for numbers nobody defines.
-    public static func fromNMEA(_ number: Int, talker: NMEATalker, systemID: Int?)
+    public static func fromNMEA(
+        _ number: Int, talker: NMEATalker, systemID: Int?
+    )
         -> (system: GNSSSystem, svid: Int, prn: Int)?
     {
         guard number > 0 else { return nil }

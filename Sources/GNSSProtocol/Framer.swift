@@ -266,7 +266,8 @@ public struct Framer: Sendable {
                     continue
                 }
                 let crc = CRC24Q.checksum(UnsafeRawBufferPointer(rebasing: raw[head..<head + 3 + length]))
-                let sent = UInt32(raw[head + 3 + length]) << 16 | UInt32(raw[head + 4 + length]) << 8
+                let sent =
+                    UInt32(raw[head + 3 + length]) << 16 | UInt32(raw[head + 4 + length]) << 8
                     | UInt32(raw[head + 5 + length])
                 guard crc == sent else {
                     cursor.statistics.checksumFailures += 1

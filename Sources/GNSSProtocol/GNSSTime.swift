@@ -116,7 +116,8 @@ public struct GNSSTime: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// Combines a date and a time of day; a leap second (`second == 60`) folds into the next second.
     /// Dates outside 1678-2262 saturate at the ends of the range instead of trapping.
     public init(date: GNSSDate, time: TimeOfDay) {
-        let seconds = Int64(date.daysSinceEpoch) * 86_400
+        let seconds =
+            Int64(date.daysSinceEpoch) * 86_400
             + Int64(time.hour * 3600 + time.minute * 60 + time.second)
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         let (total, overflow2) = scaled.addingReportingOverflow(Int64(time.nanosecond))
@@ -140,8 +141,9 @@ public struct GNSSTime: Hashable, Comparable, Sendable, CustomStringConvertible 
     public var timeOfDay: TimeOfDay {
         let ns = nanosecondsSinceEpoch - floorDiv(nanosecondsSinceEpoch, 86_400_000_000_000) * 86_400_000_000_000
         let seconds = Int(ns / 1_000_000_000)
-        return TimeOfDay(hour: seconds / 3600, minute: seconds / 60 % 60, second: seconds % 60,
-                         nanosecond: Int(ns % 1_000_000_000))
+        return TimeOfDay(
+            hour: seconds / 3600, minute: seconds / 60 % 60, second: seconds % 60,
+            nanosecond: Int(ns % 1_000_000_000))
     }
 
     public static func < (lhs: GNSSTime, rhs: GNSSTime) -> Bool {

@@ -25,7 +25,9 @@ public struct RTCM3Frame: Hashable, Sendable {
         var bytes: [UInt8] = [0xD3, UInt8(payload.count >> 8), UInt8(truncatingIfNeeded: payload.count)]
         bytes += payload
         let crc = bytes.withUnsafeBytes { CRC24Q.checksum($0) }
-        bytes += [UInt8(truncatingIfNeeded: crc >> 16), UInt8(truncatingIfNeeded: crc >> 8), UInt8(truncatingIfNeeded: crc)]
+        bytes += [
+            UInt8(truncatingIfNeeded: crc >> 16), UInt8(truncatingIfNeeded: crc >> 8), UInt8(truncatingIfNeeded: crc),
+        ]
         return bytes
     }
 }

@@ -374,7 +374,8 @@ public struct NMEATXT: Hashable, Sendable {
     public var textID: Int?
     public var text: String
 
-    public init(talker: NMEATalker = .gp, sentenceCount: Int? = 1, sentenceNumber: Int? = 1, textID: Int?, text: String) {
+    public init(talker: NMEATalker = .gp, sentenceCount: Int? = 1, sentenceNumber: Int? = 1, textID: Int?, text: String)
+    {
         self.talker = talker
         self.sentenceCount = sentenceCount
         self.sentenceNumber = sentenceNumber

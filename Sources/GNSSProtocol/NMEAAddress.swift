@@ -55,9 +55,10 @@ public struct NMEAAddress: Hashable, Sendable, CustomStringConvertible {
         guard bytes.count >= 1, bytes.count <= 8 else { return nil }
         var packed: UInt64 = 0
         for (index, byte) in bytes.enumerated() {
-            guard (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+            guard
+                (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                    || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
             else { return nil }
             packed |= UInt64(byte) << UInt64(8 * index)
         }

@@ -275,7 +275,9 @@ extension NMEATXT {
         // The text may itself contain commas: take the rest of the body.
         var parts: [String] = []
         while f.remaining > 0 { parts.append(f.text() ?? "") }
-        self.init(talker: talker, sentenceCount: count, sentenceNumber: number, textID: id, text: parts.joined(separator: ","))
+        self.init(
+            talker: talker, sentenceCount: count, sentenceNumber: number, textID: id, text: parts.joined(separator: ",")
+        )
     }
 }
 

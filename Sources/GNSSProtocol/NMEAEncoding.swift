@@ -195,7 +195,11 @@ extension NMEATXT {
         w.field(sentenceNumber, width: 2)
         w.field(textID, width: 2)
         // `$`, `*`, `!` and control characters cannot appear in a sentence.
-        w.field(String(text.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F && $0 != "$" && $0 != "*" && $0 != "!" }.map(Character.init)))
+        w.field(
+            String(
+                text.unicodeScalars.filter {
+                    $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F && $0 != "$" && $0 != "*" && $0 != "!"
+                }.map(Character.init)))
         return w.finish()
     }
 }

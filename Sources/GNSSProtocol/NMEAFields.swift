@@ -129,7 +129,9 @@ struct NMEAFieldReader {
             break
         }
         guard point >= 2, point <= 5 else { return nil }
-        guard let degrees = ASCII.parseInt(UnsafeRawBufferPointer(rebasing: field[0..<(point - 2)])) ?? (point == 2 ? 0 : nil),
+        guard
+            let degrees = ASCII.parseInt(UnsafeRawBufferPointer(rebasing: field[0..<(point - 2)]))
+                ?? (point == 2 ? 0 : nil),
             degrees >= 0,
             let minutes = ASCII.parseDouble(UnsafeRawBufferPointer(rebasing: field[(point - 2)...])),
             minutes < 60

@@ -608,7 +608,9 @@ public struct UBXMonVER: Hashable, Sendable {
     public func extensionValue(_ key: String) -> String? {
         for item in extensions {
             let utf8 = Array(item.utf8)
-            if let equals = utf8.firstIndex(of: UInt8(ascii: "=")), String(decoding: utf8[..<equals], as: UTF8.self) == key {
+            if let equals = utf8.firstIndex(of: UInt8(ascii: "=")),
+                String(decoding: utf8[..<equals], as: UTF8.self) == key
+            {
                 return String(decoding: utf8[(equals + 1)...], as: UTF8.self)
             }
         }
@@ -707,7 +709,9 @@ public struct UBXConfigItem: Hashable, Sendable {
     public static let pmOperateMode: UInt32 = 0x20D0_0001
     public static let hwAntCfgPwrdown: UInt32 = 0x10A3_0033
 
-    static func decodeList(_ p: UnsafeRawBufferPointer, from start: Int, messageID: UBX.MessageID) throws(DecodeError)
+    static func decodeList(
+        _ p: UnsafeRawBufferPointer, from start: Int, messageID: UBX.MessageID
+    ) throws(DecodeError)
         -> [UBXConfigItem]
     {
         var items: [UBXConfigItem] = []
@@ -793,10 +797,12 @@ public enum UBXCfgValGet: Hashable, Sendable {
         switch p.u8(0) {
         case 0:
             guard (p.count - 4) % 4 == 0 else { throw .ubxLength(messageClass: 0x06, id: 0x8B, length: p.count) }
-            self = .request(layer: layer, position: position, keys: stride(from: 4, to: p.count, by: 4).map { p.u32($0) })
+            self = .request(
+                layer: layer, position: position, keys: stride(from: 4, to: p.count, by: 4).map { p.u32($0) })
         case 1:
             self = .response(
-                layer: layer, position: position, items: try UBXConfigItem.decodeList(p, from: 4, messageID: .cfgVALGET))
+                layer: layer, position: position, items: try UBXConfigItem.decodeList(p, from: 4, messageID: .cfgVALGET)
+            )
         default:
             throw .ubxField(messageClass: 0x06, id: 0x8B, offset: 0)
         }
@@ -877,10 +883,13 @@ public struct UBXCfgPrt: Hashable, Sendable {
     }
 
     /// A UART port at `baudRate`, 8N1.
-    public static func uart(_ portID: UInt8 = 1, baudRate: UInt32, inProtocols: UInt16, outProtocols: UInt16)
+    public static func uart(
+        _ portID: UInt8 = 1, baudRate: UInt32, inProtocols: UInt16, outProtocols: UInt16
+    )
         -> UBXCfgPrt
     {
-        UBXCfgPrt(portID: portID, baudRate: baudRate, inProtocols: inProtocols, outProtocols: outProtocols, mode: 0x08D0)
+        UBXCfgPrt(
+            portID: portID, baudRate: baudRate, inProtocols: inProtocols, outProtocols: outProtocols, mode: 0x08D0)
     }
 
     public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
@@ -1102,7 +1111,9 @@ public enum UBXMessage: Hashable, Sendable {
         }
     }
 
-    static func decode(_ id: UBX.MessageID, _ p: UnsafeRawBufferPointer, _ slice: ArraySlice<UInt8>)
+    static func decode(
+        _ id: UBX.MessageID, _ p: UnsafeRawBufferPointer, _ slice: ArraySlice<UInt8>
+    )
         throws(DecodeError) -> UBXMessage
     {
         if p.isEmpty { return .poll(id) }

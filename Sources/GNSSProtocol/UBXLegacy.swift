@@ -228,7 +228,9 @@ public enum WGS84 {
 
     /// ECEF (metres) to geodetic latitude and longitude (degrees) and ellipsoidal height (metres),
     /// by Bowring's method refined by iteration.
-    public static func geodetic(x: Double, y: Double, z: Double) -> (latitude: Double, longitude: Double, height: Double) {
+    public static func geodetic(
+        x: Double, y: Double, z: Double
+    ) -> (latitude: Double, longitude: Double, height: Double) {
         let a = semiMajorAxis
         let p = (x * x + y * y).squareRoot()
         let longitude = arcTangent2(y, x)
@@ -249,7 +251,9 @@ public enum WGS84 {
     }
 
     /// ECEF velocity (m/s) at a geodetic position (degrees) as north, east, down components.
-    public static func ned(vx: Double, vy: Double, vz: Double, latitude: Double, longitude: Double)
+    public static func ned(
+        vx: Double, vy: Double, vz: Double, latitude: Double, longitude: Double
+    )
         -> (north: Double, east: Double, down: Double)
     {
         let phi = latitude * .pi / 180

@@ -13,9 +13,11 @@ import GNSSProtocol
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: size)
     let whole = frames(input, chunk: { _ in size })
-    let split = frames(input, chunk: { index in
-        size == 0 ? 1 : Int(input[index % size] % 37) + 1
-    })
+    let split = frames(
+        input,
+        chunk: { index in
+            size == 0 ? 1 : Int(input[index % size] % 37) + 1
+        })
     guard whole.frames == split.frames, whole.statistics == split.statistics else {
         fatalError("chunking changed the frames")
     }
@@ -31,7 +33,9 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard let frame = framer.next(), let message = try? Message(frame: frame) else { continue }
         switch message {
         case .ubx(let ubx):
-            if case .other = ubx {} else if case .poll = ubx {} else {
+            if case .other = ubx {
+            } else if case .poll = ubx {
+            } else {
                 guard (try? UBXMessage(frame: ArraySlice(ubx.frame))) == ubx else { fatalError("UBX round trip") }
             }
         case .nmea(let sentence):
@@ -56,7 +60,9 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-private func frames(_ input: UnsafeRawBufferPointer, chunk: (Int) -> Int) -> (frames: [[UInt8]], statistics: FramerStatistics) {
+private func frames(
+    _ input: UnsafeRawBufferPointer, chunk: (Int) -> Int
+) -> (frames: [[UInt8]], statistics: FramerStatistics) {
     var framer = Framer(limits: Framer.Limits(maxNMEALength: 200, maxUBXPayload: 2048))
     var out: [[UInt8]] = []
     var offset = 0

@@ -4,9 +4,9 @@ import GNSSProtocol
 import GPSD
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The `decode` subcommand.

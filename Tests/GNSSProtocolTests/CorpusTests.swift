@@ -28,11 +28,13 @@ struct CorpusComparison: CustomStringConvertible {
     var agreement: Double { gpsdEpochs == 0 ? 1 : Double(agreeingEpochs) / Double(gpsdEpochs) }
 
     var description: String {
-        let fields = fieldDisagreements.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let fields = fieldDisagreements.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+            separator: " ")
         let excuses = excused.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return file.padding(toLength: 32, withPad: " ", startingAt: 0)
-            + String(format: " %5d %5d %5d %6.1f%% %4d %4d  ", gpsdEpochs, matchedEpochs, agreeingEpochs,
-                     agreement * 100, missingEpochs.count, extraEpochs)
+            + String(
+                format: " %5d %5d %5d %6.1f%% %4d %4d  ", gpsdEpochs, matchedEpochs, agreeingEpochs,
+                agreement * 100, missingEpochs.count, extraEpochs)
             + fields + (excuses.isEmpty ? "" : "  excused: " + excuses)
     }
 }
@@ -126,10 +128,11 @@ enum Corpus {
         for time in gpsd.order {
             guard let theirs = gpsd.timed[time] else { continue }
             if let candidates = ours[time] {
-                let fix = candidates.last { candidate in
-                    ["lat", "lon"].allSatisfy { value(of: $0, in: candidate).map { _ in true } ?? true }
-                        && fieldsAgree("lat", theirs["lat"] as? Double, value(of: "lat", in: candidate))
-                } ?? candidates[candidates.count - 1]
+                let fix =
+                    candidates.last { candidate in
+                        ["lat", "lon"].allSatisfy { value(of: $0, in: candidate).map { _ in true } ?? true }
+                            && fieldsAgree("lat", theirs["lat"] as? Double, value(of: "lat", in: candidate))
+                    } ?? candidates[candidates.count - 1]
                 pairs.append((time, theirs, fix, inputs.facts(for: fix)))
             } else if let fix = ours[shiftedBack(time)]?.last {
                 // gpsd quirk: it moved this date forward by 1024 GPS weeks (its week-rollover guess).
@@ -168,13 +171,16 @@ enum Corpus {
             // gpsd quirk: HNR-PVT messages inside a navigation epoch overwrite gpsd's fix, so the epoch's
             // TPV carries the latest high-rate position under the epoch's time. Excused when gpsd's report
             // equals one of our HNR fixes from within the following second.
-            if hasHNR, let t = fix.time, allOurs.contains(where: { other in
-                guard let ot = other.time else { return false }
-                let dt = ot.seconds(since: t)
-                return dt > 0 && dt < 1 && ["lat", "lon", "altHAE", "altMSL", "speed"].allSatisfy {
-                    fieldsAgree($0, theirs[$0] as? Double, value(of: $0, in: other))
-                }
-            }), !["lat", "lon"].allSatisfy({ fieldsAgree($0, theirs[$0] as? Double, value(of: $0, in: fix)) }) {
+            if hasHNR, let t = fix.time,
+                allOurs.contains(where: { other in
+                    guard let ot = other.time else { return false }
+                    let dt = ot.seconds(since: t)
+                    return dt > 0 && dt < 1
+                        && ["lat", "lon", "altHAE", "altMSL", "speed"].allSatisfy {
+                            fieldsAgree($0, theirs[$0] as? Double, value(of: $0, in: other))
+                        }
+                }), !["lat", "lon"].allSatisfy({ fieldsAgree($0, theirs[$0] as? Double, value(of: $0, in: fix)) })
+            {
                 comparison.excused["gpsd-hnr-into-nav-epoch", default: 0] += 1
                 comparison.agreeingEpochs += 1
                 continue
@@ -193,7 +199,9 @@ enum Corpus {
                 agrees = false
                 comparison.fieldDisagreements[field, default: 0] += 1
                 if comparison.examples.count < 6 {
-                    comparison.examples.append("\(time) \(field): gpsd \(gpsdValue.map { "\($0)" } ?? "-") ours \(ourValue.map { "\($0)" } ?? "-")")
+                    let theirText = gpsdValue.map { "\($0)" } ?? "-"
+                    let ourText = ourValue.map { "\($0)" } ?? "-"
+                    comparison.examples.append("\(time) \(field): gpsd \(theirText) ours \(ourText)")
                 }
             }
             if agrees { comparison.agreeingEpochs += 1 }

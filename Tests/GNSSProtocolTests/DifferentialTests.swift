@@ -34,7 +34,9 @@ struct DifferentialTests {
     func oracleEncodesWeDecode() throws {
         let file = Self.temporaryFile("oracle.jsonl")
         defer { try? FileManager.default.removeItem(at: file) }
-        let run = try Self.runOracle(["generate", "--seed", "\(Self.seed)", "--count", "\(Self.count)", "--out", file.path])
+        let run = try Self.runOracle([
+            "generate", "--seed", "\(Self.seed)", "--count", "\(Self.count)", "--out", file.path,
+        ])
         try #require(run.status == 0, "oracle generate failed: \(run.output)")
         let text = try String(contentsOf: file, encoding: .utf8)
         var counts: [String: Int] = [:]
@@ -61,8 +63,10 @@ struct DifferentialTests {
                     if let (ourType, fields) = ours, ourType == type {
                         let bad = expected.keys.filter { !Self.same(fields[$0], expected[$0]) }.sorted()
                         if !bad.isEmpty {
-                            problem = bad.prefix(4).map { "\($0) ours=\(fields[$0] ?? "missing") oracle=\(expected[$0]!)" }
-                                .joined(separator: ", ")
+                            problem = bad.prefix(4).map {
+                                "\($0) ours=\(fields[$0] ?? "missing") oracle=\(expected[$0]!)"
+                            }
+                            .joined(separator: ", ")
                         }
                     } else {
                         problem = "decoded as \(ours?.0 ?? "an untyped message")"
@@ -94,8 +98,10 @@ struct DifferentialTests {
         var lines: [String] = []
         var types = Set<String>()
         func add(_ bytes: [UInt8], _ type: String, _ fields: [String: Any], proto: String) throws {
-            let object: [String: Any] = ["proto": proto, "type": type, "hex": Self.hex(bytes),
-                                         "fields": fields]
+            let object: [String: Any] = [
+                "proto": proto, "type": type, "hex": Self.hex(bytes),
+                "fields": fields,
+            ]
             lines.append(String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
             types.insert(type)
         }
@@ -120,7 +126,9 @@ struct DifferentialTests {
 
     static func bytes(hex: String) -> [UInt8] {
         let digits = Array(hex.utf8)
-        func value(_ c: UInt8) -> UInt8 { c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : (c | 0x20) - UInt8(ascii: "a") + 10 }
+        func value(_ c: UInt8) -> UInt8 {
+            c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : (c | 0x20) - UInt8(ascii: "a") + 10
+        }
         return stride(from: 0, to: digits.count - 1, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
     }
 
@@ -166,7 +174,10 @@ enum RandomMessages {
         func u32() -> UInt32 { UInt32.random(in: .min ... .max, using: &r) }
         func i32() -> Int32 { Int32.random(in: .min ... .max, using: &r) }
         func text(_ maximum: Int) -> String {
-            String((0..<Int.random(in: 1...maximum, using: &r)).map { _ in Character(Unicode.Scalar(UInt8.random(in: 0x21...0x7E, using: &r))) })
+            String(
+                (0..<Int.random(in: 1...maximum, using: &r)).map { _ in
+                    Character(Unicode.Scalar(UInt8.random(in: 0x21...0x7E, using: &r)))
+                })
         }
         var pvt = UBXNavPVT()
         pvt.iTOW = u32(); pvt.year = u16(); pvt.month = u8(); pvt.day = u8(); pvt.hour = u8(); pvt.minute = u8()
@@ -176,56 +187,83 @@ enum RandomMessages {
         pvt.headMot = i32(); pvt.sAcc = u32(); pvt.headAcc = u32(); pvt.pDOP = u16(); pvt.flags3 = u16()
         pvt.headVeh = i32(); pvt.magDec = i16(); pvt.magAcc = u16()
         let satellites = (0..<Int.random(in: 0...16, using: &r)).map { _ in
-            UBXNavSAT.Satellite(gnssId: u8(), svId: u8(), cno: u8(), elev: i8(), azim: i16(), prRes: i16(), flags: u32())
+            UBXNavSAT.Satellite(
+                gnssId: u8(), svId: u8(), cno: u8(), elev: i8(), azim: i16(), prRes: i16(), flags: u32())
         }
-        let keys: [UInt32] = [UBXConfigItem.rateMeas, UBXConfigItem.msgoutNavPVTI2C, UBXConfigItem.msgoutNavPVTUART1,
-                              UBXConfigItem.msgoutNavSATI2C, UBXConfigItem.uart1Baudrate, UBXConfigItem.pmOperateMode,
-                              UBXConfigItem.hwAntCfgPwrdown, 0x2011_0021, 0x3021_0002, 0x1052_0005, 0x2051_0001,
-                              0x2011_00A4, 0x40D0_0002, 0x4011_00C1]
+        let keys: [UInt32] = [
+            UBXConfigItem.rateMeas, UBXConfigItem.msgoutNavPVTI2C, UBXConfigItem.msgoutNavPVTUART1,
+            UBXConfigItem.msgoutNavSATI2C, UBXConfigItem.uart1Baudrate, UBXConfigItem.pmOperateMode,
+            UBXConfigItem.hwAntCfgPwrdown, 0x2011_0021, 0x3021_0002, 0x1052_0005, 0x2051_0001,
+            0x2011_00A4, 0x40D0_0002, 0x4011_00C1,
+        ]
         func items() -> [UBXConfigItem] {
             var chosen = keys
             chosen.shuffle(using: &r)
             return chosen.prefix(Int.random(in: 1...8, using: &r)).map { key in
                 let size = UBXConfigItem.valueSize(key: key)!
                 let bits = (key >> 28) & 7 == 1 ? 1 : size * 8
-                return UBXConfigItem(key: key, value: UInt64.random(in: 0...(bits == 64 ? .max : (1 << bits) - 1), using: &r))
+                return UBXConfigItem(
+                    key: key, value: UInt64.random(in: 0...(bits == 64 ? .max : (1 << bits) - 1), using: &r))
             }
         }
         let level = UBXInf.Level(rawValue: UInt8.random(in: 0...4, using: &r))!
         return [
             .navPVT(pvt),
             .navSAT(UBXNavSAT(iTOW: u32(), version: u8(), satellites: satellites)),
-            .navStatus(UBXNavStatus(iTOW: u32(), gpsFix: u8(), flags: u8(), fixStat: u8(), flags2: u8(), ttff: u32(), msss: u32())),
-            .navDOP(UBXNavDOP(iTOW: u32(), gDOP: u16(), pDOP: u16(), tDOP: u16(), vDOP: u16(), hDOP: u16(), nDOP: u16(), eDOP: u16())),
-            .navTimeUTC(UBXNavTimeUTC(iTOW: u32(), tAcc: u32(), nano: i32(), year: u16(), month: u8(), day: u8(), hour: u8(),
-                                      minute: u8(), second: u8(), valid: u8())),
-            .navSOL(UBXNavSOL(iTOW: u32(), fTOW: i32(), week: i16(), gpsFix: u8(), flags: u8(), ecefX: i32(), ecefY: i32(),
-                              ecefZ: i32(), pAcc: u32(), ecefVX: i32(), ecefVY: i32(), ecefVZ: i32(), sAcc: u32(), pDOP: u16(),
-                              numSV: u8())),
-            .navPOSLLH(UBXNavPOSLLH(iTOW: u32(), lon: i32(), lat: i32(), height: i32(), hMSL: i32(), hAcc: u32(), vAcc: u32())),
-            .navVELNED(UBXNavVELNED(iTOW: u32(), velN: i32(), velE: i32(), velD: i32(), speed: u32(), gSpeed: u32(),
-                                    heading: i32(), sAcc: u32(), cAcc: u32())),
+            .navStatus(
+                UBXNavStatus(
+                    iTOW: u32(), gpsFix: u8(), flags: u8(), fixStat: u8(), flags2: u8(), ttff: u32(), msss: u32())),
+            .navDOP(
+                UBXNavDOP(
+                    iTOW: u32(), gDOP: u16(), pDOP: u16(), tDOP: u16(), vDOP: u16(), hDOP: u16(), nDOP: u16(),
+                    eDOP: u16())),
+            .navTimeUTC(
+                UBXNavTimeUTC(
+                    iTOW: u32(), tAcc: u32(), nano: i32(), year: u16(), month: u8(), day: u8(), hour: u8(),
+                    minute: u8(), second: u8(), valid: u8())),
+            .navSOL(
+                UBXNavSOL(
+                    iTOW: u32(), fTOW: i32(), week: i16(), gpsFix: u8(), flags: u8(), ecefX: i32(), ecefY: i32(),
+                    ecefZ: i32(), pAcc: u32(), ecefVX: i32(), ecefVY: i32(), ecefVZ: i32(), sAcc: u32(), pDOP: u16(),
+                    numSV: u8())),
+            .navPOSLLH(
+                UBXNavPOSLLH(
+                    iTOW: u32(), lon: i32(), lat: i32(), height: i32(), hMSL: i32(), hAcc: u32(), vAcc: u32())),
+            .navVELNED(
+                UBXNavVELNED(
+                    iTOW: u32(), velN: i32(), velE: i32(), velD: i32(), speed: u32(), gSpeed: u32(),
+                    heading: i32(), sAcc: u32(), cAcc: u32())),
             .navTimeGPS(UBXNavTimeGPS(iTOW: u32(), fTOW: i32(), week: i16(), leapS: i8(), valid: u8(), tAcc: u32())),
-            .navHPPOSLLH(UBXNavHPPOSLLH(version: u8(), flags: u8(), iTOW: u32(), lon: i32(), lat: i32(), height: i32(),
-                                        hMSL: i32(), lonHp: i8(), latHp: i8(), heightHp: i8(), hMSLHp: i8(), hAcc: u32(), vAcc: u32())),
-            .hnrPVT(UBXHnrPVT(iTOW: u32(), year: u16(), month: u8(), day: u8(), hour: u8(), minute: u8(), second: u8(),
-                              valid: u8(), nano: i32(), gpsFix: u8(), flags: u8(), lon: i32(), lat: i32(), height: i32(),
-                              hMSL: i32(), gSpeed: i32(), speed: i32(), headMot: i32(), headVeh: i32(), hAcc: u32(),
-                              vAcc: u32(), sAcc: u32(), headAcc: u32())),
-            .monVER(UBXMonVER(softwareVersion: text(29), hardwareVersion: text(9),
-                              extensions: (0..<Int.random(in: 0...4, using: &r)).map { _ in text(29) })),
+            .navHPPOSLLH(
+                UBXNavHPPOSLLH(
+                    version: u8(), flags: u8(), iTOW: u32(), lon: i32(), lat: i32(), height: i32(),
+                    hMSL: i32(), lonHp: i8(), latHp: i8(), heightHp: i8(), hMSLHp: i8(), hAcc: u32(), vAcc: u32())),
+            .hnrPVT(
+                UBXHnrPVT(
+                    iTOW: u32(), year: u16(), month: u8(), day: u8(), hour: u8(), minute: u8(), second: u8(),
+                    valid: u8(), nano: i32(), gpsFix: u8(), flags: u8(), lon: i32(), lat: i32(), height: i32(),
+                    hMSL: i32(), gSpeed: i32(), speed: i32(), headMot: i32(), headVeh: i32(), hAcc: u32(),
+                    vAcc: u32(), sAcc: u32(), headAcc: u32())),
+            .monVER(
+                UBXMonVER(
+                    softwareVersion: text(29), hardwareVersion: text(9),
+                    extensions: (0..<Int.random(in: 0...4, using: &r)).map { _ in text(29) })),
             .ack(UBXAck(UBX.MessageID(u8(), u8()))),
             .nak(UBXAck(UBX.MessageID(u8(), u8()))),
             .inf(UBXInf(level: level, text: text(80))),
             .cfgValGet(.response(layer: UInt8.random(in: 0...2, using: &r), position: u16(), items: items())),
             .cfgValGet(.request(layer: UInt8.random(in: 0...2, using: &r), position: u16(), keys: items().map(\.key))),
-            .cfgValSet(UBXCfgValSet(layers: UBXConfigLayers(rawValue: UInt8.random(in: 1...7, using: &r)), items: items())),
+            .cfgValSet(
+                UBXCfgValSet(layers: UBXConfigLayers(rawValue: UInt8.random(in: 1...7, using: &r)), items: items())),
             .cfgMsg(UBXCfgMsg(message: UBX.MessageID(u8(), u8()), rates: [u8(), u8(), u8(), u8(), u8(), 0])),
-            .cfgPrt(UBXCfgPrt(portID: u8(), baudRate: u32(), inProtocols: u16(), outProtocols: u16(), mode: u32(),
-                              txReady: u16(), flags: u16())),
+            .cfgPrt(
+                UBXCfgPrt(
+                    portID: u8(), baudRate: u32(), inProtocols: u16(), outProtocols: u16(), mode: u32(),
+                    txReady: u16(), flags: u16())),
             .cfgRate(UBXCfgRate(measRate: u16(), navRate: u16(), timeRef: u16())),
             .cfgRst(UBXCfgRst(navBbrMask: u16(), resetMode: u8())),
-            .rxmPMREQ(UBXRxmPmReq(duration: u32(), flags: u32(), wakeupSources: UBXRxmPmReq.WakeSources(rawValue: u32()))),
+            .rxmPMREQ(
+                UBXRxmPmReq(duration: u32(), flags: u32(), wakeupSources: UBXRxmPmReq.WakeSources(rawValue: u32()))),
             .rxmPMREQ(UBXRxmPmReq(duration: u32(), flags: u32(), wakeupSources: nil)),
             .poll(.navPVT),
             .poll(.monVER),
@@ -235,16 +273,20 @@ enum RandomMessages {
     static let talkers: [NMEATalker] = [.gp, .gl, .ga, .gb, .bd, .gq, .qz, .gi, .gn]
 
     static func nmea(_ r: inout SeededGenerator) -> [NMEASentence] {
-        func maybe<T>(_ value: T, _ empty: Double = 0.15) -> T? { Double.random(in: 0..<1, using: &r) < empty ? nil : value }
+        func maybe<T>(_ value: T, _ empty: Double = 0.15) -> T? {
+            Double.random(in: 0..<1, using: &r) < empty ? nil : value
+        }
         func decimal(_ range: ClosedRange<Int>, _ decimals: Int) -> Double {
             Double(Int.random(in: range, using: &r)) / [1.0, 10, 100, 1000][decimals]
         }
         func time() -> TimeOfDay {
-            TimeOfDay(hour: .random(in: 0..<24, using: &r), minute: .random(in: 0..<60, using: &r),
-                      second: .random(in: 0..<60, using: &r), nanosecond: Int.random(in: 0..<100, using: &r) * 10_000_000)
+            TimeOfDay(
+                hour: .random(in: 0..<24, using: &r), minute: .random(in: 0..<60, using: &r),
+                second: .random(in: 0..<60, using: &r), nanosecond: Int.random(in: 0..<100, using: &r) * 10_000_000)
         }
         func coordinate(_ degrees: Int) -> Double {
-            let value = Double(Int.random(in: 0..<degrees, using: &r)) + Double(Int.random(in: 0..<6_000_000, using: &r)) / 6e6
+            let value =
+                Double(Int.random(in: 0..<degrees, using: &r)) + Double(Int.random(in: 0..<6_000_000, using: &r)) / 6e6
             return Bool.random(using: &r) ? value : -value
         }
         func scalar(_ options: String) -> Unicode.Scalar { options.unicodeScalars.randomElement(using: &r)! }
@@ -252,51 +294,85 @@ enum RandomMessages {
         let lat = maybe(coordinate(90), 0.1)
         let lon = lat == nil ? nil : coordinate(180)
         let age = maybe(decimal(0...990, 1), 0.6)
-        let ids = NMEASatelliteIDs((0..<Int.random(in: 0...12, using: &r)).map { _ in Int.random(in: 1...99, using: &r) })
-        let gsv = GSVSatellites((0..<Int.random(in: 0...4, using: &r)).map { _ in
-            GSVSatellite(id: .random(in: 1...299, using: &r), elevation: maybe(.random(in: 0...90, using: &r)),
-                         azimuth: maybe(.random(in: 0...359, using: &r)), snr: maybe(.random(in: 0...99, using: &r)))
-        })
+        let ids = NMEASatelliteIDs(
+            (0..<Int.random(in: 0...12, using: &r)).map { _ in Int.random(in: 1...99, using: &r) })
+        let gsv = GSVSatellites(
+            (0..<Int.random(in: 0...4, using: &r)).map { _ in
+                GSVSatellite(
+                    id: .random(in: 1...299, using: &r), elevation: maybe(.random(in: 0...90, using: &r)),
+                    azimuth: maybe(.random(in: 0...359, using: &r)), snr: maybe(.random(in: 0...99, using: &r)))
+            })
         let textCharacters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .=-_:/"
         var text = String((0..<Int.random(in: 1...50, using: &r)).map { _ in textCharacters.randomElement(using: &r)! })
         text = text.trimmingCharacters(in: .whitespaces)
         if text.isEmpty { text = "X" }
         let mode = maybe(scalar("ADEFMNPRS"), 0.3)
         return [
-            .gga(NMEAGGA(talker: talker, time: maybe(time()), latitude: lat, longitude: lon, quality: .random(in: 0...8, using: &r),
-                         satellitesUsed: .random(in: 0...40, using: &r), hdop: maybe(decimal(0...9999, 2)),
-                         altitudeMSL: maybe(decimal(-4000...90000, 1)), geoidSeparation: maybe(decimal(-1000...1000, 1)),
-                         dgpsAge: age, dgpsStation: age == nil ? nil : .random(in: 0...1023, using: &r))),
-            .rmc(NMEARMC(talker: talker, time: time(), status: scalar("AV"), latitude: lat, longitude: lon,
-                         speedKnots: maybe(decimal(0...500_000, 3)), course: maybe(decimal(0...35999, 2)),
-                         date: GNSSDate(year: .random(in: 1980...2068, using: &r), month: .random(in: 1...12, using: &r),
-                                        day: .random(in: 1...28, using: &r)),
-                         magneticVariation: maybe(decimal(-300...300, 1).nonZero ?? 1.5, 0.5),
-                         modeIndicator: mode, navigationStatus: mode == nil ? nil : maybe(scalar("SCUV"), 0.3))),
-            .gsa(NMEAGSA(talker: talker, selectionMode: scalar("AM"), fixType: .random(in: 1...3, using: &r), satelliteIDs: ids,
-                         pdop: decimal(50...9900, 2), hdop: decimal(50...9900, 2), vdop: decimal(50...9900, 2),
-                         systemID: maybe(.random(in: 1...6, using: &r), 0.3))),
-            .gsv(NMEAGSV(talker: talker, sentenceCount: .random(in: 1...9, using: &r), sentenceNumber: .random(in: 1...9, using: &r),
-                         satellitesInView: .random(in: 0...99, using: &r), satellites: gsv,
-                         signalID: maybe(.random(in: 0...15, using: &r), 0.3))),
-            .vtg(NMEAVTG(talker: talker, courseTrue: maybe(decimal(0...35999, 2)), courseMagnetic: maybe(decimal(0...35999, 2)),
-                         speedKnots: decimal(0...500_000, 3), speedKmh: decimal(0...900_000, 3), modeIndicator: maybe(scalar("ADEN")))),
-            .gll(NMEAGLL(talker: talker, latitude: lat, longitude: lon, time: time(), status: scalar("AV"),
-                         modeIndicator: maybe(scalar("ADEN")))),
-            .gns(NMEAGNS(talker: talker, time: time(), latitude: lat, longitude: lon,
-                         modeIndicators: String((0..<Int.random(in: 1...6, using: &r)).map { _ in Character(scalar("ADEFMNPRS")) }),
-                         satellitesUsed: .random(in: 0...60, using: &r), hdop: decimal(30...9900, 2),
-                         altitudeMSL: decimal(-4000...90000, 1), geoidSeparation: decimal(-1000...1000, 1), dgpsAge: age,
-                         dgpsStation: age == nil ? nil : .random(in: 0...1023, using: &r), navigationStatus: maybe(scalar("SCUV"), 0.3))),
-            .gst(NMEAGST(talker: talker, time: time(), rangeRMS: maybe(decimal(0...9990, 1)), semiMajor: maybe(decimal(0...9990, 1)),
-                         semiMinor: maybe(decimal(0...9990, 1)), orientation: maybe(decimal(0...3599, 1)),
-                         latitudeError: maybe(decimal(0...9990, 1)), longitudeError: maybe(decimal(0...9990, 1)),
-                         altitudeError: maybe(decimal(0...9990, 1)))),
-            .zda(NMEAZDA(talker: talker, time: time(), day: .random(in: 1...28, using: &r), month: .random(in: 1...12, using: &r),
-                         year: .random(in: 1980...2079, using: &r), localZoneHours: .random(in: 0...13, using: &r),
-                         localZoneMinutes: .random(in: 0...59, using: &r))),
-            .txt(NMEATXT(talker: talker, sentenceCount: .random(in: 1...9, using: &r), sentenceNumber: .random(in: 1...9, using: &r),
-                         textID: .random(in: 0...7, using: &r), text: text)),
+            .gga(
+                NMEAGGA(
+                    talker: talker, time: maybe(time()), latitude: lat, longitude: lon,
+                    quality: .random(in: 0...8, using: &r),
+                    satellitesUsed: .random(in: 0...40, using: &r), hdop: maybe(decimal(0...9999, 2)),
+                    altitudeMSL: maybe(decimal(-4000...90000, 1)), geoidSeparation: maybe(decimal(-1000...1000, 1)),
+                    dgpsAge: age, dgpsStation: age == nil ? nil : .random(in: 0...1023, using: &r))),
+            .rmc(
+                NMEARMC(
+                    talker: talker, time: time(), status: scalar("AV"), latitude: lat, longitude: lon,
+                    speedKnots: maybe(decimal(0...500_000, 3)), course: maybe(decimal(0...35999, 2)),
+                    date: GNSSDate(
+                        year: .random(in: 1980...2068, using: &r), month: .random(in: 1...12, using: &r),
+                        day: .random(in: 1...28, using: &r)),
+                    magneticVariation: maybe(decimal(-300...300, 1).nonZero ?? 1.5, 0.5),
+                    modeIndicator: mode, navigationStatus: mode == nil ? nil : maybe(scalar("SCUV"), 0.3))),
+            .gsa(
+                NMEAGSA(
+                    talker: talker, selectionMode: scalar("AM"), fixType: .random(in: 1...3, using: &r),
+                    satelliteIDs: ids,
+                    pdop: decimal(50...9900, 2), hdop: decimal(50...9900, 2), vdop: decimal(50...9900, 2),
+                    systemID: maybe(.random(in: 1...6, using: &r), 0.3))),
+            .gsv(
+                NMEAGSV(
+                    talker: talker, sentenceCount: .random(in: 1...9, using: &r),
+                    sentenceNumber: .random(in: 1...9, using: &r),
+                    satellitesInView: .random(in: 0...99, using: &r), satellites: gsv,
+                    signalID: maybe(.random(in: 0...15, using: &r), 0.3))),
+            .vtg(
+                NMEAVTG(
+                    talker: talker, courseTrue: maybe(decimal(0...35999, 2)),
+                    courseMagnetic: maybe(decimal(0...35999, 2)),
+                    speedKnots: decimal(0...500_000, 3), speedKmh: decimal(0...900_000, 3),
+                    modeIndicator: maybe(scalar("ADEN")))),
+            .gll(
+                NMEAGLL(
+                    talker: talker, latitude: lat, longitude: lon, time: time(), status: scalar("AV"),
+                    modeIndicator: maybe(scalar("ADEN")))),
+            .gns(
+                NMEAGNS(
+                    talker: talker, time: time(), latitude: lat, longitude: lon,
+                    modeIndicators: String(
+                        (0..<Int.random(in: 1...6, using: &r)).map { _ in Character(scalar("ADEFMNPRS")) }),
+                    satellitesUsed: .random(in: 0...60, using: &r), hdop: decimal(30...9900, 2),
+                    altitudeMSL: decimal(-4000...90000, 1), geoidSeparation: decimal(-1000...1000, 1), dgpsAge: age,
+                    dgpsStation: age == nil ? nil : .random(in: 0...1023, using: &r),
+                    navigationStatus: maybe(scalar("SCUV"), 0.3))),
+            .gst(
+                NMEAGST(
+                    talker: talker, time: time(), rangeRMS: maybe(decimal(0...9990, 1)),
+                    semiMajor: maybe(decimal(0...9990, 1)),
+                    semiMinor: maybe(decimal(0...9990, 1)), orientation: maybe(decimal(0...3599, 1)),
+                    latitudeError: maybe(decimal(0...9990, 1)), longitudeError: maybe(decimal(0...9990, 1)),
+                    altitudeError: maybe(decimal(0...9990, 1)))),
+            .zda(
+                NMEAZDA(
+                    talker: talker, time: time(), day: .random(in: 1...28, using: &r),
+                    month: .random(in: 1...12, using: &r),
+                    year: .random(in: 1980...2079, using: &r), localZoneHours: .random(in: 0...13, using: &r),
+                    localZoneMinutes: .random(in: 0...59, using: &r))),
+            .txt(
+                NMEATXT(
+                    talker: talker, sentenceCount: .random(in: 1...9, using: &r),
+                    sentenceNumber: .random(in: 1...9, using: &r),
+                    textID: .random(in: 0...7, using: &r), text: text)),
         ]
     }
 }

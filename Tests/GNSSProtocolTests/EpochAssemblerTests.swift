@@ -25,18 +25,28 @@ func assemble(_ messages: [Message], into assembler: inout EpochAssembler) -> [E
 func nmeaCycle(second: Int, latitude: Double = 44.0689, satellites: Int = 8) -> [UInt8] {
     let time = TimeOfDay(hour: 0, minute: 9, second: second)
     let date = GNSSDate(year: 2017, month: 1, day: 10)
-    var bytes = NMEARMC(talker: .gn, time: time, status: "A", latitude: latitude, longitude: -121.3, speedKnots: 1.0,
-                        course: 90, date: date, modeIndicator: "A").sentence()
+    var bytes = NMEARMC(
+        talker: .gn, time: time, status: "A", latitude: latitude, longitude: -121.3, speedKnots: 1.0,
+        course: 90, date: date, modeIndicator: "A"
+    ).sentence()
     bytes += NMEAVTG(talker: .gn, courseTrue: 90, speedKnots: 1.0, speedKmh: 1.852, modeIndicator: "A").sentence()
-    bytes += NMEAGGA(talker: .gn, time: time, latitude: latitude, longitude: -121.3, quality: 1,
-                     satellitesUsed: satellites, hdop: 1.01, altitudeMSL: 1144.8, geoidSeparation: -21.4).sentence()
-    bytes += NMEAGSA(talker: .gn, fixType: 3, satelliteIDs: [3, 7, 9, 16, 22, 23, 26, 27], pdop: 1.71, hdop: 1.01, vdop: 1.38).sentence()
-    let sats = [(3, 21, 174, 29), (7, 46, 259, 26), (9, 67, 312, 39), (16, 47, 64, 35), (22, 8, 167, 29),
-                (23, 68, 103, 28), (26, 23, 45, 27), (27, 12, 109, 21), (30, 12, 249, 17)]
-        .map { GSVSatellite(id: $0.0, elevation: $0.1, azimuth: $0.2, snr: $0.3) }
+    bytes += NMEAGGA(
+        talker: .gn, time: time, latitude: latitude, longitude: -121.3, quality: 1,
+        satellitesUsed: satellites, hdop: 1.01, altitudeMSL: 1144.8, geoidSeparation: -21.4
+    ).sentence()
+    bytes += NMEAGSA(
+        talker: .gn, fixType: 3, satelliteIDs: [3, 7, 9, 16, 22, 23, 26, 27], pdop: 1.71, hdop: 1.01, vdop: 1.38
+    ).sentence()
+    let sats = [
+        (3, 21, 174, 29), (7, 46, 259, 26), (9, 67, 312, 39), (16, 47, 64, 35), (22, 8, 167, 29),
+        (23, 68, 103, 28), (26, 23, 45, 27), (27, 12, 109, 21), (30, 12, 249, 17),
+    ]
+    .map { GSVSatellite(id: $0.0, elevation: $0.1, azimuth: $0.2, snr: $0.3) }
     for sentence in NMEAGSV.sentences(talker: .gp, satellites: sats) { bytes += sentence }
-    bytes += NMEAGLL(talker: .gn, latitude: latitude, longitude: -121.3, time: time, status: "A", modeIndicator: "A").sentence()
-    bytes += NMEAZDA(talker: .gn, time: time, day: 10, month: 1, year: 2017, localZoneHours: 0, localZoneMinutes: 0).sentence()
+    bytes += NMEAGLL(talker: .gn, latitude: latitude, longitude: -121.3, time: time, status: "A", modeIndicator: "A")
+        .sentence()
+    bytes += NMEAZDA(talker: .gn, time: time, day: 10, month: 1, year: 2017, localZoneHours: 0, localZoneMinutes: 0)
+        .sentence()
     return bytes
 }
 
@@ -58,7 +68,10 @@ struct EpochAssemblerTests {
         #expect(epochs.compactMap { $0.fix?.time?.timeOfDay.second } == [41, 42, 43, 44])
         let fix = try #require(epochs.last?.fix)
         #expect(fix.mode == .threeD && fix.status == .gps)
-        #expect(fix.time == GNSSTime(date: GNSSDate(year: 2017, month: 1, day: 10), time: TimeOfDay(hour: 0, minute: 9, second: 44)))
+        #expect(
+            fix.time
+                == GNSSTime(
+                    date: GNSSDate(year: 2017, month: 1, day: 10), time: TimeOfDay(hour: 0, minute: 9, second: 44)))
         #expect(abs(fix.altitudeHAE! - 1123.4) < 1e-9 && fix.altitudeMSL == 1144.8)
         #expect(abs(fix.speed! - 0.514444) < 1e-5 && fix.track == 90)
         #expect(fix.ept == 0.005)
@@ -77,7 +90,10 @@ struct EpochAssemblerTests {
         let time1 = TimeOfDay(hour: 1, minute: 0, second: 0)
         let time2 = TimeOfDay(hour: 1, minute: 0, second: 1)
         func gga(_ t: TimeOfDay) -> [UInt8] {
-            NMEAGGA(time: t, latitude: 1, longitude: 2, quality: 1, satellitesUsed: 6, hdop: 1, altitudeMSL: 10, geoidSeparation: 1).sentence()
+            NMEAGGA(
+                time: t, latitude: 1, longitude: 2, quality: 1, satellitesUsed: 6, hdop: 1, altitudeMSL: 10,
+                geoidSeparation: 1
+            ).sentence()
         }
         func gll(_ t: TimeOfDay) -> [UInt8] { NMEAGLL(latitude: 1, longitude: 2, time: t, status: "A").sentence() }
         let zda = NMEAZDA(time: time2, day: 2, month: 3, year: 2020).sentence()
@@ -93,10 +109,13 @@ struct EpochAssemblerTests {
     @Test("UBX epochs group by iTOW and end at NAV-EOE")
     func ubx() throws {
         var assembler = EpochAssembler()
-        let time = GNSSTime(date: GNSSDate(year: 2024, month: 1, day: 1), time: TimeOfDay(hour: 0, minute: 0, second: 1))
-        let pvt = UBXNavPVT(iTOW: 1000, time: time, fixType: 3, numSV: 12, latitude: 10, longitude: 20, altitudeHAE: 5,
-                            altitudeMSL: 2, groundSpeed: 0.5, headingOfMotion: 180, velocityDown: -0.25)
-        let sat = UBXNavSAT(iTOW: 1000, satellites: [.init(gnssId: 2, svId: 7, cno: 35, elev: 40, azim: 100, flags: 0x08)])
+        let time = GNSSTime(
+            date: GNSSDate(year: 2024, month: 1, day: 1), time: TimeOfDay(hour: 0, minute: 0, second: 1))
+        let pvt = UBXNavPVT(
+            iTOW: 1000, time: time, fixType: 3, numSV: 12, latitude: 10, longitude: 20, altitudeHAE: 5,
+            altitudeMSL: 2, groundSpeed: 0.5, headingOfMotion: 180, velocityDown: -0.25)
+        let sat = UBXNavSAT(
+            iTOW: 1000, satellites: [.init(gnssId: 2, svId: 7, cno: 35, elev: 40, azim: 100, flags: 0x08)])
         let dop = UBXNavDOP(iTOW: 1000, gDOP: 200, pDOP: 150, tDOP: 100, vDOP: 120, hDOP: 90, nDOP: 60, eDOP: 70)
         let eoe = UBX.frame(.navEOE, payload: [0xE8, 0x03, 0, 0])
         let epochs = assemble(messages(pvt.frame + sat.frame + dop.frame + eoe), into: &assembler)
@@ -106,10 +125,15 @@ struct EpochAssemblerTests {
         #expect(fix.climb == 0.25 && fix.eph == 1 && fix.eps == 0.1 && abs(fix.ept! - 20e-9) < 1e-15)
         #expect(abs(fix.epx! - 0.7 * 15) < 1e-9)  // xdop (east DOP) x 15 m
         let sky = try #require(epochs.first?.sky)
-        #expect(sky.satellites == [SatelliteInView(system: .galileo, svid: 7, prn: 307, elevation: 40, azimuth: 100,
-                                                   signalStrength: 35, used: true)].map {
-            var s = $0; s.pseudorangeResidual = 0; s.quality = 0; s.health = 0; return s
-        })
+        #expect(
+            sky.satellites
+                == [
+                    SatelliteInView(
+                        system: .galileo, svid: 7, prn: 307, elevation: 40, azimuth: 100,
+                        signalStrength: 35, used: true)
+                ].map {
+                    var s = $0; s.pseudorangeResidual = 0; s.quality = 0; s.health = 0; return s
+                })
         #expect(abs(sky.dops.x! - 0.7) < 1e-12 && abs(sky.dops.y! - 0.6) < 1e-12)
     }
 
@@ -117,25 +141,35 @@ struct EpochAssemblerTests {
     func midnight() {
         var assembler = EpochAssembler()
         let date = GNSSDate(year: 2024, month: 12, day: 31)
-        var bytes = NMEARMC(time: TimeOfDay(hour: 23, minute: 59, second: 59), status: "A", latitude: 1, longitude: 1,
-                            speedKnots: 0, course: nil, date: date).sentence()
-        bytes += NMEAGGA(time: TimeOfDay(hour: 0, minute: 0, second: 0), latitude: 1, longitude: 1, quality: 1,
-                         satellitesUsed: 5, hdop: 1, altitudeMSL: 1, geoidSeparation: 0).sentence()
+        var bytes = NMEARMC(
+            time: TimeOfDay(hour: 23, minute: 59, second: 59), status: "A", latitude: 1, longitude: 1,
+            speedKnots: 0, course: nil, date: date
+        ).sentence()
+        bytes += NMEAGGA(
+            time: TimeOfDay(hour: 0, minute: 0, second: 0), latitude: 1, longitude: 1, quality: 1,
+            satellitesUsed: 5, hdop: 1, altitudeMSL: 1, geoidSeparation: 0
+        ).sentence()
         var epochs = assemble(messages(bytes), into: &assembler)
         epochs += [assembler.finish()].compactMap { $0 }
-        #expect(epochs.compactMap { $0.fix?.time?.iso8601 } == ["2024-12-31T23:59:59.000Z", "2025-01-01T00:00:00.000Z"])
+        #expect(
+            epochs.compactMap { $0.fix?.time?.iso8601 } == ["2024-12-31T23:59:59.000Z", "2025-01-01T00:00:00.000Z"])
     }
 
     @Test("an invalid RMC and GGA quality 0 give no fix, without a position")
     func noFix() {
         var assembler = EpochAssembler()
-        var bytes = NMEARMC(time: TimeOfDay(hour: 1, minute: 0, second: 0), status: "V", latitude: 89.99, longitude: 0,
-                            speedKnots: 0, course: 0, date: GNSSDate(year: 1980, month: 1, day: 5)).sentence()
-        bytes += NMEAGGA(time: TimeOfDay(hour: 1, minute: 0, second: 0), latitude: 89.99, longitude: 0, quality: 0,
-                         satellitesUsed: 0, hdop: nil, altitudeMSL: 137, geoidSeparation: 13).sentence()
+        var bytes = NMEARMC(
+            time: TimeOfDay(hour: 1, minute: 0, second: 0), status: "V", latitude: 89.99, longitude: 0,
+            speedKnots: 0, course: 0, date: GNSSDate(year: 1980, month: 1, day: 5)
+        ).sentence()
+        bytes += NMEAGGA(
+            time: TimeOfDay(hour: 1, minute: 0, second: 0), latitude: 89.99, longitude: 0, quality: 0,
+            satellitesUsed: 0, hdop: nil, altitudeMSL: 137, geoidSeparation: 13
+        ).sentence()
         let epochs = assemble(messages(bytes), into: &assembler) + [assembler.finish()].compactMap { $0 }
         #expect(epochs.count == 1)
-        #expect(epochs.first?.fix?.mode == .noFix && epochs.first?.fix?.latitude == nil && epochs.first?.fix?.time == nil)
+        #expect(
+            epochs.first?.fix?.mode == .noFix && epochs.first?.fix?.latitude == nil && epochs.first?.fix?.time == nil)
     }
 
     @Test("gpsd report: TPV and SKY fields and formats")
@@ -145,11 +179,18 @@ struct EpochAssemblerTests {
         for second in 41...42 { epochs += assemble(messages(nmeaCycle(second: second)), into: &assembler) }
         let fix = try #require(epochs.last?.fix)
         let tpv = GPSDReport.tpv(fix, device: "/dev/ttyAMA0")
-        #expect(tpv.hasPrefix(#"{"class":"TPV","device":"/dev/ttyAMA0","mode":3,"time":"2017-01-10T00:09:42.000Z","ept":0.005,"lat":44.068900000,"lon":-121.300000000,"altHAE":1123.4000,"altMSL":1144.8000,"alt":1144.8000,"#))
+        let expectedStart = #"{"class":"TPV","device":"/dev/ttyAMA0","mode":3,"time":"2017-01-10T00:09:42.000Z","#
+            + #""ept":0.005,"lat":44.068900000,"lon":-121.300000000,"altHAE":1123.4000,"altMSL":1144.8000,"#
+            + #""alt":1144.8000,"#
+        #expect(tpv.hasPrefix(expectedStart))
         #expect(tpv.hasSuffix("}\r\n") && !tpv.contains("null"))
-        #expect(tpv.contains(#""track":90.0000,"#) && tpv.contains(#""speed":0.514,"#) && tpv.contains(#""eph":19.190"#))
+        #expect(
+            tpv.contains(#""track":90.0000,"#) && tpv.contains(#""speed":0.514,"#) && tpv.contains(#""eph":19.190"#))
         let sky = GPSDReport.sky(try #require(epochs.last?.sky))
-        #expect(sky.contains(#""nSat":9,"uSat":8,"satellites":[{"PRN":3,"gnssid":0,"svid":3,"az":174.0,"el":21.0,"ss":29.0,"used":true}"#))
+        #expect(
+            sky.contains(
+                #""nSat":9,"uSat":8,"satellites":[{"PRN":3,"gnssid":0,"svid":3,"az":174.0,"el":21.0,"ss":29.0,"#
+                    + #""used":true}"#))
         #expect(sky.contains(#"{"PRN":30,"gnssid":0,"svid":30,"az":249.0,"el":12.0,"ss":17.0,"used":false}"#))
         // No fix: only class, mode (and time when known); never null.
         #expect(GPSDReport.tpv(Fix()) == "{\"class\":\"TPV\",\"mode\":0}\r\n")

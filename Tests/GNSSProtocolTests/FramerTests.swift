@@ -115,7 +115,9 @@ struct FramerTests {
             iTOW: 1, time: GNSSTime(nanosecondsSinceEpoch: 1_700_000_000_000_000_000), fixType: 3, numSV: 9,
             latitude: 1, longitude: 2, altitudeHAE: 3, altitudeMSL: 4
         ).frame
-        let after = (0..<10).map { NMEAZDA(time: TimeOfDay(hour: 0, minute: 0, second: $0), day: 1, month: 1, year: 2024).sentence() }
+        let after = (0..<10).map {
+            NMEAZDA(time: TimeOfDay(hour: 0, minute: 0, second: $0), day: 1, month: 1, year: 2024).sentence()
+        }
         let stream = Array(pvt.prefix(50)) + after.flatMap { $0 }
         let (out, statistics) = frameAll(stream, split: { _ in 16 })
         #expect(out == after)

@@ -52,7 +52,9 @@ struct NMEATests {
         #expect(old.systemID == nil && old.satelliteIDs.count == 10)
     }
 
-    @Test("GSV with signal id, empty fields, every talker", arguments: ["GP", "GL", "GA", "GB", "BD", "GQ", "QZ", "GI", "GN"])
+    @Test(
+        "GSV with signal id, empty fields, every talker",
+        arguments: ["GP", "GL", "GA", "GB", "BD", "GQ", "QZ", "GI", "GN"])
     func gsv(talker: String) throws {
         let body = "\(talker)GSV,3,1,10,65,53,144,,66,58,305,32,67,06,313,,72,09,137,,1"
         let sum = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }
@@ -60,25 +62,37 @@ struct NMEATests {
         guard case .gsv(let s) = try nmea(text) else { Issue.record("not GSV"); return }
         #expect(s.talker.description == talker)
         #expect(s.sentenceCount == 3 && s.sentenceNumber == 1 && s.satellitesInView == 10 && s.signalID == 1)
-        #expect(Array(s.satellites) == [
-            GSVSatellite(id: 65, elevation: 53, azimuth: 144, snr: nil),
-            GSVSatellite(id: 66, elevation: 58, azimuth: 305, snr: 32),
-            GSVSatellite(id: 67, elevation: 6, azimuth: 313, snr: nil),
-            GSVSatellite(id: 72, elevation: 9, azimuth: 137, snr: nil),
-        ])
+        #expect(
+            Array(s.satellites) == [
+                GSVSatellite(id: 65, elevation: 53, azimuth: 144, snr: nil),
+                GSVSatellite(id: 66, elevation: 58, azimuth: 305, snr: 32),
+                GSVSatellite(id: 67, elevation: 6, azimuth: 313, snr: nil),
+                GSVSatellite(id: 72, elevation: 9, azimuth: 137, snr: nil),
+            ])
     }
 
     @Test("VTG, GLL, GNS, GST, ZDA, TXT")
     func others() throws {
-        guard case .vtg(let vtg) = try nmea("$GNVTG,286.35,T,,M,0.00,N,0.00,K,A*29") else { Issue.record("VTG"); return }
-        #expect(vtg.courseTrue == 286.35 && vtg.courseMagnetic == nil && vtg.speedKnots == 0 && vtg.modeIndicator == "A")
-        guard case .gll(let gll) = try nmea("$GNGLL,4404.13387,N,12118.85628,W,000941.00,A,A*69") else { Issue.record("GLL"); return }
+        guard case .vtg(let vtg) = try nmea("$GNVTG,286.35,T,,M,0.00,N,0.00,K,A*29") else {
+            Issue.record("VTG"); return
+        }
+        #expect(
+            vtg.courseTrue == 286.35 && vtg.courseMagnetic == nil && vtg.speedKnots == 0 && vtg.modeIndicator == "A")
+        guard case .gll(let gll) = try nmea("$GNGLL,4404.13387,N,12118.85628,W,000941.00,A,A*69") else {
+            Issue.record("GLL"); return
+        }
         #expect(gll.status == "A" && gll.time?.second == 41)
         guard case .gns(let gns) = try nmea("$GNGNS,053232.438,3114.8789,N,12135.2442,E,ANNA,07,1.2,153.8,8.3,,0000*5F")
         else { Issue.record("GNS"); return }
-        #expect(gns.modeIndicators == "ANNA" && gns.satellitesUsed == 7 && gns.dgpsStation == 0 && gns.time?.nanosecond == 438_000_000)
-        let gstText = String(decoding: NMEAGST(time: TimeOfDay(hour: 1, minute: 2, second: 3), rangeRMS: 1.5,
-            semiMajor: 2.5, semiMinor: 1.0, orientation: 45, latitudeError: 1.1, longitudeError: 1.2, altitudeError: 2.2).sentence(), as: UTF8.self)
+        #expect(
+            gns.modeIndicators == "ANNA" && gns.satellitesUsed == 7 && gns.dgpsStation == 0
+                && gns.time?.nanosecond == 438_000_000)
+        let gstText = String(
+            decoding: NMEAGST(
+                time: TimeOfDay(hour: 1, minute: 2, second: 3), rangeRMS: 1.5,
+                semiMajor: 2.5, semiMinor: 1.0, orientation: 45, latitudeError: 1.1, longitudeError: 1.2,
+                altitudeError: 2.2
+            ).sentence(), as: UTF8.self)
         guard case .gst(let gst) = try nmea(gstText) else { Issue.record("GST"); return }
         #expect(gst.altitudeError == 2.2 && gst.orientation == 45)
         guard case .zda(let zda) = try nmea("$GNZDA,000941.00,10,01,2017,00,00*70") else { Issue.record("ZDA"); return }
@@ -111,15 +125,26 @@ struct NMEATests {
     func roundTrip() throws {
         let time = TimeOfDay(hour: 23, minute: 59, second: 59, nanosecond: 990_000_000)
         let sentences: [NMEASentence] = [
-            .gga(NMEAGGA(talker: .gp, time: time, latitude: -33.5, longitude: 151.25, quality: 4, satellitesUsed: 19,
-                         hdop: 0.7, altitudeMSL: 280.8, geoidSeparation: -31.4, dgpsAge: 6.0, dgpsStation: 2)),
-            .rmc(NMEARMC(talker: .gl, time: time, status: "A", latitude: 0.5, longitude: -0.25, speedKnots: 12.5,
-                         course: 359.99, date: GNSSDate(year: 2031, month: 12, day: 31), magneticVariation: -11.5,
-                         modeIndicator: "D", navigationStatus: "S")),
-            .gsa(NMEAGSA(talker: .ga, fixType: 2, satelliteIDs: [1, 2, 3], pdop: 9.99, hdop: 1.0, vdop: 0.5, systemID: 3)),
-            .vtg(NMEAVTG(talker: .gb, courseTrue: 10.5, courseMagnetic: 12.5, speedKnots: 1.5, speedKmh: 2.778, modeIndicator: "A")),
+            .gga(
+                NMEAGGA(
+                    talker: .gp, time: time, latitude: -33.5, longitude: 151.25, quality: 4, satellitesUsed: 19,
+                    hdop: 0.7, altitudeMSL: 280.8, geoidSeparation: -31.4, dgpsAge: 6.0, dgpsStation: 2)),
+            .rmc(
+                NMEARMC(
+                    talker: .gl, time: time, status: "A", latitude: 0.5, longitude: -0.25, speedKnots: 12.5,
+                    course: 359.99, date: GNSSDate(year: 2031, month: 12, day: 31), magneticVariation: -11.5,
+                    modeIndicator: "D", navigationStatus: "S")),
+            .gsa(
+                NMEAGSA(
+                    talker: .ga, fixType: 2, satelliteIDs: [1, 2, 3], pdop: 9.99, hdop: 1.0, vdop: 0.5, systemID: 3)),
+            .vtg(
+                NMEAVTG(
+                    talker: .gb, courseTrue: 10.5, courseMagnetic: 12.5, speedKnots: 1.5, speedKmh: 2.778,
+                    modeIndicator: "A")),
             .gll(NMEAGLL(talker: .gq, latitude: 89.5, longitude: 179.5, time: time, status: "V", modeIndicator: "N")),
-            .zda(NMEAZDA(talker: .gi, time: time, day: 29, month: 2, year: 2024, localZoneHours: 0, localZoneMinutes: 0)),
+            .zda(
+                NMEAZDA(
+                    talker: .gi, time: time, day: 29, month: 2, year: 2024, localZoneHours: 0, localZoneMinutes: 0)),
             .txt(NMEATXT(talker: .gn, textID: 2, text: "HW UBX-M8030 00080000")),
             .pmtk(.ack(command: 314, flag: 3)),
         ]

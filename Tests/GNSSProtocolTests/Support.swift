@@ -28,7 +28,8 @@ enum TestPaths {
 
     /// The Python with pyubx2 and pynmeagps: `$GNSSHAT_VENV_PYTHON`, else `.build/venv/bin/python`.
     static func oraclePython() throws -> URL {
-        let path = ProcessInfo.processInfo.environment["GNSSHAT_VENV_PYTHON"]
+        let path =
+            ProcessInfo.processInfo.environment["GNSSHAT_VENV_PYTHON"]
             ?? packageRoot.appendingPathComponent(".build/venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw TestSetupError("oracle venv missing at \(path): run scripts/setup.sh")

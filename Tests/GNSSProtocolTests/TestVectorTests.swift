@@ -9,17 +9,23 @@ struct TestVectorTests {
         text.split(separator: " ").map { UInt8($0, radix: 16)! }
     }
 
-    @Test("UBX encoders produce the documented bytes", arguments: [
-        ("MON-VER poll", UBX.poll(.monVER), "B5 62 0A 04 00 00 0E 34"),
-        ("NAV-PVT poll", UBX.poll(.navPVT), "B5 62 01 07 00 00 08 19"),
-        ("RXM-PMREQ backup until woken", UBXRxmPmReq.backupUntilWoken.frame,
-         "B5 62 02 41 08 00 00 00 00 00 02 00 00 00 4D 3B"),
-        ("GNSS stop", UBXCfgRst.gnssStop.frame, "B5 62 06 04 04 00 00 00 08 00 16 74"),
-        ("GNSS start", UBXCfgRst.gnssStart.frame, "B5 62 06 04 04 00 00 00 09 00 17 76"),
-        ("VALSET RAM NAV-PVT on I2C = 1",
-         UBXCfgValSet(layers: .ram, items: [UBXConfigItem(key: UBXConfigItem.msgoutNavPVTI2C, value: 1)]).frame,
-         "B5 62 06 8A 09 00 00 01 00 00 06 00 91 20 01 52 43"),
-    ])
+    @Test(
+        "UBX encoders produce the documented bytes",
+        arguments: [
+            ("MON-VER poll", UBX.poll(.monVER), "B5 62 0A 04 00 00 0E 34"),
+            ("NAV-PVT poll", UBX.poll(.navPVT), "B5 62 01 07 00 00 08 19"),
+            (
+                "RXM-PMREQ backup until woken", UBXRxmPmReq.backupUntilWoken.frame,
+                "B5 62 02 41 08 00 00 00 00 00 02 00 00 00 4D 3B"
+            ),
+            ("GNSS stop", UBXCfgRst.gnssStop.frame, "B5 62 06 04 04 00 00 00 08 00 16 74"),
+            ("GNSS start", UBXCfgRst.gnssStart.frame, "B5 62 06 04 04 00 00 00 09 00 17 76"),
+            (
+                "VALSET RAM NAV-PVT on I2C = 1",
+                UBXCfgValSet(layers: .ram, items: [UBXConfigItem(key: UBXConfigItem.msgoutNavPVTI2C, value: 1)]).frame,
+                "B5 62 06 8A 09 00 00 01 00 00 06 00 91 20 01 52 43"
+            ),
+        ])
     func ubxVector(name: String, encoded: [UInt8], expected: String) {
         #expect(encoded == Self.hex(expected), "\(name)")
     }
@@ -42,12 +48,14 @@ struct TestVectorTests {
                 == .cfgValSet(UBXCfgValSet(layers: .ram, items: [UBXConfigItem(key: 0x2091_0006, value: 1)])))
     }
 
-    @Test("MTK sentences carry the documented checksums", arguments: [
-        (PMTK.standby, "$PMTK161,0*28\r\n"),
-        (PMTK.normalMode, "$PMTK225,0*2B\r\n"),
-        (PMTK.perpetualBackup, "$PMTK225,4*2F\r\n"),
-        (PMTKMessage.system(message: 2).sentence(), "$PMTK010,002*2D\r\n"),
-    ])
+    @Test(
+        "MTK sentences carry the documented checksums",
+        arguments: [
+            (PMTK.standby, "$PMTK161,0*28\r\n"),
+            (PMTK.normalMode, "$PMTK225,0*2B\r\n"),
+            (PMTK.perpetualBackup, "$PMTK225,4*2F\r\n"),
+            (PMTKMessage.system(message: 2).sentence(), "$PMTK010,002*2D\r\n"),
+        ])
     func mtkVector(encoded: [UInt8], expected: String) {
         #expect(String(decoding: encoded, as: UTF8.self) == expected)
     }
@@ -60,8 +68,11 @@ struct TestVectorTests {
         #expect(try decode("$PMTK010,002*2D\r\n") == .pmtk(.system(message: 2)))
         let ack = PMTKMessage.ack(command: 161, flag: 3).sentence()
         #expect(try NMEASentence(frame: ArraySlice(ack)) == .pmtk(.ack(command: 161, flag: 3)))
-        let version = try decode(String(decoding: PMTK.command(705, ["AXN_2.31_3339_13101700", "5632", "PA6H", "1.0"]), as: UTF8.self))
-        #expect(version == .pmtk(.firmware(release: "AXN_2.31_3339_13101700", buildID: "5632", model: "PA6H", extra: ["1.0"])))
+        let version = try decode(
+            String(decoding: PMTK.command(705, ["AXN_2.31_3339_13101700", "5632", "PA6H", "1.0"]), as: UTF8.self))
+        #expect(
+            version
+                == .pmtk(.firmware(release: "AXN_2.31_3339_13101700", buildID: "5632", model: "PA6H", extra: ["1.0"])))
     }
 
     @Test("RTCM3 frames carry CRC-24Q and the message number")

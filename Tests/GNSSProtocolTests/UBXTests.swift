@@ -5,39 +5,66 @@ import Testing
 
 @Suite("UBX")
 struct UBXTests {
-    static let time = GNSSTime(date: GNSSDate(year: 2024, month: 2, day: 29), time: TimeOfDay(hour: 23, minute: 59, second: 58, nanosecond: 123_456_789))
+    static let time = GNSSTime(
+        date: GNSSDate(year: 2024, month: 2, day: 29),
+        time: TimeOfDay(hour: 23, minute: 59, second: 58, nanosecond: 123_456_789))
 
     static let messages: [UBXMessage] = [
-        .navPVT(UBXNavPVT(iTOW: 345_600_000, time: time, fixType: 3, numSV: 17, latitude: -45.877525, longitude: 170.500133,
-                          altitudeHAE: 29.338, altitudeMSL: 27.548, groundSpeed: 1.234, headingOfMotion: 271.5)),
-        .navSAT(UBXNavSAT(iTOW: 1, satellites: [
-            .init(gnssId: 0, svId: 12, cno: 44, elev: 45, azim: 359, prRes: -15, flags: 0x1F),
-            .init(gnssId: 6, svId: 3, cno: 0, elev: -91, azim: 0, prRes: 0, flags: 0),
-        ])),
+        .navPVT(
+            UBXNavPVT(
+                iTOW: 345_600_000, time: time, fixType: 3, numSV: 17, latitude: -45.877525, longitude: 170.500133,
+                altitudeHAE: 29.338, altitudeMSL: 27.548, groundSpeed: 1.234, headingOfMotion: 271.5)),
+        .navSAT(
+            UBXNavSAT(
+                iTOW: 1,
+                satellites: [
+                    .init(gnssId: 0, svId: 12, cno: 44, elev: 45, azim: 359, prRes: -15, flags: 0x1F),
+                    .init(gnssId: 6, svId: 3, cno: 0, elev: -91, azim: 0, prRes: 0, flags: 0),
+                ])),
         .navStatus(UBXNavStatus(iTOW: 2, gpsFix: 3, flags: 0x0D, fixStat: 0x02, flags2: 0, ttff: 28_000, msss: 60_000)),
         .navDOP(UBXNavDOP(iTOW: 3, gDOP: 253, pDOP: 171, tDOP: 127, vDOP: 138, hDOP: 101, nDOP: 89, eDOP: 91)),
         .navTimeUTC(UBXNavTimeUTC(iTOW: 4, time: time)),
-        .navSOL(UBXNavSOL(iTOW: 5, fTOW: -1234, week: 2300, gpsFix: 3, flags: 0x0D, ecefX: -238_607_106, ecefY: -392_219_051,
-                          ecefZ: 441_436_073, pAcc: 165, ecefVX: 1, ecefVY: -1, ecefVZ: 0, sAcc: 20, pDOP: 173, numSV: 9)),
-        .navPOSLLH(UBXNavPOSLLH(iTOW: 6, lon: -1_213_143_092, lat: 440_688_096, height: 1_110_675, hMSL: 1_132_830, hAcc: 1500, vAcc: 2500)),
-        .navVELNED(UBXNavVELNED(iTOW: 7, velN: -1, velE: 2, velD: 3, speed: 4, gSpeed: 3, heading: 5_466_800, sAcc: 12, cAcc: 18_000_000)),
+        .navSOL(
+            UBXNavSOL(
+                iTOW: 5, fTOW: -1234, week: 2300, gpsFix: 3, flags: 0x0D, ecefX: -238_607_106, ecefY: -392_219_051,
+                ecefZ: 441_436_073, pAcc: 165, ecefVX: 1, ecefVY: -1, ecefVZ: 0, sAcc: 20, pDOP: 173, numSV: 9)),
+        .navPOSLLH(
+            UBXNavPOSLLH(
+                iTOW: 6, lon: -1_213_143_092, lat: 440_688_096, height: 1_110_675, hMSL: 1_132_830, hAcc: 1500,
+                vAcc: 2500)),
+        .navVELNED(
+            UBXNavVELNED(
+                iTOW: 7, velN: -1, velE: 2, velD: 3, speed: 4, gSpeed: 3, heading: 5_466_800, sAcc: 12, cAcc: 18_000_000
+            )),
         .navTimeGPS(UBXNavTimeGPS(iTOW: 8, fTOW: 100, week: 2300, leapS: 18, valid: 7, tAcc: 30)),
-        .navHPPOSLLH(UBXNavHPPOSLLH(iTOW: 9, lon: 1_705_001_328, lat: -458_775_252, height: 29338, hMSL: 27548,
-                                    lonHp: -3, latHp: 21, heightHp: 4, hMSLHp: -3, hAcc: 140, vAcc: 200)),
-        .hnrPVT(UBXHnrPVT(iTOW: 10, year: 2024, month: 1, day: 30, hour: 15, minute: 32, second: 0, valid: 7, nano: 3,
-                          gpsFix: 4, flags: 0x0D, lon: 93_117_308, lat: 487_410_002, height: 315_424, hMSL: 267_813,
-                          gSpeed: 805, speed: 810, headMot: 18_397_720, headVeh: 18_397_720, hAcc: 5099, vAcc: 11285,
-                          sAcc: 280, headAcc: 484_860)),
-        .monVER(UBXMonVER(softwareVersion: "ROM CORE 3.01 (107888)", hardwareVersion: "00080000",
-                          extensions: ["FWVER=SPG 3.01", "PROTVER=18.00", "MOD=NEO-M8N"])),
+        .navHPPOSLLH(
+            UBXNavHPPOSLLH(
+                iTOW: 9, lon: 1_705_001_328, lat: -458_775_252, height: 29338, hMSL: 27548,
+                lonHp: -3, latHp: 21, heightHp: 4, hMSLHp: -3, hAcc: 140, vAcc: 200)),
+        .hnrPVT(
+            UBXHnrPVT(
+                iTOW: 10, year: 2024, month: 1, day: 30, hour: 15, minute: 32, second: 0, valid: 7, nano: 3,
+                gpsFix: 4, flags: 0x0D, lon: 93_117_308, lat: 487_410_002, height: 315_424, hMSL: 267_813,
+                gSpeed: 805, speed: 810, headMot: 18_397_720, headVeh: 18_397_720, hAcc: 5099, vAcc: 11285,
+                sAcc: 280, headAcc: 484_860)),
+        .monVER(
+            UBXMonVER(
+                softwareVersion: "ROM CORE 3.01 (107888)", hardwareVersion: "00080000",
+                extensions: ["FWVER=SPG 3.01", "PROTVER=18.00", "MOD=NEO-M8N"])),
         .ack(UBXAck(.cfgVALSET)),
         .nak(UBXAck(.cfgPRT)),
         .inf(UBXInf(level: .notice, text: "ANTSUPERV=AC SD PDoS SR")),
         .cfgValGet(.request(layer: 0, position: 0, keys: [UBXConfigItem.rateMeas, UBXConfigItem.uart1Baudrate])),
-        .cfgValGet(.response(layer: 0, position: 0, items: [UBXConfigItem(key: UBXConfigItem.rateMeas, value: 100),
-                                                            UBXConfigItem(key: UBXConfigItem.uart1Baudrate, value: 115_200),
-                                                            UBXConfigItem(key: UBXConfigItem.hwAntCfgPwrdown, value: 1)])),
-        .cfgValSet(UBXCfgValSet(layers: [.ram, .bbr], items: [UBXConfigItem(key: UBXConfigItem.msgoutNavSATI2C, value: 5)])),
+        .cfgValGet(
+            .response(
+                layer: 0, position: 0,
+                items: [
+                    UBXConfigItem(key: UBXConfigItem.rateMeas, value: 100),
+                    UBXConfigItem(key: UBXConfigItem.uart1Baudrate, value: 115_200),
+                    UBXConfigItem(key: UBXConfigItem.hwAntCfgPwrdown, value: 1),
+                ])),
+        .cfgValSet(
+            UBXCfgValSet(layers: [.ram, .bbr], items: [UBXConfigItem(key: UBXConfigItem.msgoutNavSATI2C, value: 5)])),
         .cfgMsg(UBXCfgMsg(message: .navPVT, rateOnAllPorts: 1)),
         .cfgMsg(UBXCfgMsg(message: .navSAT, rates: [1])),
         .cfgPrt(UBXCfgPrt.uart(baudRate: 115_200, inProtocols: 0x03, outProtocols: 0x01)),
