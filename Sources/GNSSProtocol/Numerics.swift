@@ -110,5 +110,6 @@ public func arcTangent2(_ y: Double, _ x: Double) -> Double {
 @inlinable
 public func arcSine(_ x: Double) -> Double {
     let x = max(-1, min(1, x))
-    return arcTangent2(x, (1 - x * x).squareRoot())
+    // (1 - x)(1 + x) keeps its precision near |x| = 1, where 1 - x * x cancels.
+    return arcTangent2(x, ((1 - x) * (1 + x)).squareRoot())
 }

@@ -1,0 +1,84 @@
+// `gnss-hat decode`: the built command on a capture, its summary, and its usage errors.
+
+import Foundation
+import GNSSProtocol
+import GPSD
+import Testing
+
+@Suite("gnss-hat decode")
+struct DecodeCommandTests {
+    /// The `gnss-hat` built next to this test bundle.
+    static func command() throws -> URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = directory.appendingPathComponent("gnss-hat")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw TestSetupError("gnss-hat not built next to the tests (swift build --build-tests builds it)")
+    }
+
+    static func run(_ arguments: [String], input: Data? = nil) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = try command()
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let inputPipe = Pipe()
+        if input != nil { process.standardInput = inputPipe }
+        try process.run()
+        if let input {
+            inputPipe.fileHandleForWriting.write(input)
+            try inputPipe.fileHandleForWriting.close()
+        }
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+
+    @Test("writes gpsd TPV and SKY lines, the same from a file and from standard input")
+    func jsonLines() throws {
+        let capture = try TestPaths.corpus().appendingPathComponent("gpsd/ublox-8.log")
+        let fromFile = try Self.run(["decode", capture.path])
+        #expect(fromFile.status == 0)
+        let lines = fromFile.out.split(separator: "\n")
+        #expect(lines.count == 144)  // 72 epochs, a TPV and a SKY each
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["class"] as? String == "TPV" || object["class"] as? String == "SKY")
+            #expect(!line.contains("null"))
+        }
+        let fromStdin = try Self.run(["decode", "-"], input: try Data(contentsOf: capture))
+        #expect(fromStdin.out == fromFile.out)
+        // The library pipeline gives the same bytes (the command only adds file reading).
+        var encoder = GPSDStreamEncoder()
+        var output: [UInt8] = []
+        try captureBytes(capture).withUnsafeBytes { encoder.append($0, to: &output) }
+        encoder.finish(to: &output)
+        #expect(String(decoding: output, as: UTF8.self) == fromFile.out)
+    }
+
+    @Test("--summary counts frames, errors and epochs")
+    func summary() throws {
+        let capture = try TestPaths.corpus().appendingPathComponent("gpsd/ublox-8.log")
+        let result = try Self.run(["decode", "--summary", capture.path])
+        #expect(result.status == 0)
+        #expect(result.out.contains("frames: 1008 (NMEA 1008, UBX 0, RTCM3 0)"))
+        #expect(result.out.contains("epochs: 72 fixes (3D 72, 2D 0, no fix 0), 72 sky views"))
+        #expect(result.out.contains("GSV 504"))
+    }
+
+    @Test("usage errors go to standard error with exit status 2; a missing file is status 1")
+    func errors() throws {
+        for arguments in [["decode"], ["decode", "--bogus", "x"], ["decode", "a", "b"], ["nosuchcommand"]] {
+            let result = try Self.run(arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.out.isEmpty && result.err.contains("usage"), "\(arguments)")
+        }
+        let missing = try Self.run(["decode", "/nonexistent/capture.log"])
+        #expect(missing.status == 1 && missing.err.contains("cannot open"))
+    }
+}

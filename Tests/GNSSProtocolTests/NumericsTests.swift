@@ -1,0 +1,39 @@
+// The elementary functions GNSSProtocol carries (it may not import Glibc) against the C library's.
+
+import Foundation
+import GNSSProtocol
+import Testing
+
+@Suite("Numerics")
+struct NumericsTests {
+    @Test("sine, cosine, arc tangent and arc sine agree with libm to 1e-15")
+    func accuracy() {
+        var random = SeededGenerator(seed: 99)
+        for _ in 0..<100_000 {
+            let x = Double.random(in: -20...20, using: &random)
+            #expect(abs(sine(x) - sin(x)) < 1e-15)
+            #expect(abs(cosine(x) - cos(x)) < 1e-15)
+            let y = Double.random(in: -1000...1000, using: &random)
+            #expect(abs(arcTangent2(y, x) - atan2(y, x)) < 1e-15)
+            let z = Double.random(in: -1...1, using: &random)
+            #expect(abs(arcSine(z) - asin(z)) < 1e-14)
+        }
+    }
+
+    @Test("ECEF to geodetic round-trips within a millimetre")
+    func geodetic() {
+        // u-blox NEO-M8T at Bend, OR (the ublox-neo-m8t capture): ECEF in metres.
+        let position = WGS84.geodetic(x: -2_386_071.06, y: -3_922_190.51, z: 4_414_360.73)
+        #expect(abs(position.latitude - 44.068809596) < 1e-8)
+        #expect(abs(position.longitude - -121.314309171) < 1e-8)
+        #expect(abs(position.height - 1110.6751) < 1e-3)
+    }
+
+    @Test("numbers print like printf %.*f")
+    func formatting() {
+        for (value, decimals) in [(44.068897833, 9), (-121.314271333, 9), (0.0, 3), (-0.0004, 3), (1123.4, 4),
+                                  (0.015, 3), (359.99, 2), (1e17, 1), (12.5, 0)] {
+            #expect(ASCII.fixed(value, decimals: decimals) == String(format: "%.\(decimals)f", value), "\(value)")
+        }
+    }
+}
