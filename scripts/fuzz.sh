@@ -11,10 +11,18 @@ seconds=${1:-60}
 shift || true
 
 export GNSSHAT_FUZZ=1
-swift build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build/fuzz --product GNSSProtocolFuzz 2>&1 \
-    | grep -E 'error|warning:' || true
-binary=$(swift build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build/fuzz --product GNSSProtocolFuzz --show-bin-path)/GNSSProtocolFuzz
+build=(swift build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build/fuzz --product GNSSProtocolFuzz)
+"${build[@]}" 2>&1 | grep -E 'error|warning:' || true
+binary=$("${build[@]}" --show-bin-path)/GNSSProtocolFuzz
 test -x "$binary" || { echo "fuzz: build failed (see above)" >&2; exit 1; }
+# Without coverage counters libFuzzer runs blind; an incremental build has once lost them, so rebuild
+# from scratch when the section is missing.
+if ! readelf -S "$binary" | grep -q __sancov_cntrs; then
+    echo "fuzz: the binary has no coverage counters; rebuilding from scratch" >&2
+    rm -rf .build/fuzz/release .build/fuzz/x86_64-unknown-linux-gnu/release
+    "${build[@]}" 2>&1 | grep -E 'error|warning:' || true
+    readelf -S "$binary" | grep -q __sancov_cntrs || { echo "fuzz: still no coverage counters" >&2; exit 1; }
+fi
 
 corpus=.build/fuzz-corpus
 seeds=.build/fuzz-seeds

@@ -79,7 +79,12 @@ public enum ASCII {
         }
     }
 
-    /// Parses a decimal number (`-12.345`, `.5`, `7.`) filling all of `bytes`, correctly rounded.
+    /// Largest magnitude `parseDouble` accepts: no NMEA field holds more, and larger numbers could not
+    /// be written back in fixed-point notation.
+    public static let maximumDecimal = 1e12
+
+    /// Parses a decimal number (`-12.345`, `.5`, `7.`) filling all of `bytes`, correctly rounded;
+    /// `nil` when it is not one or its magnitude reaches `maximumDecimal`.
     @inlinable
     public static func parseDouble(_ bytes: UnsafeRawBufferPointer) -> Double? {
         let count = bytes.count
@@ -116,12 +121,16 @@ public enum ASCII {
         guard mantissa <= 1 << 53, fractionDigits <= 22 else { return slowParse(bytes) }
         var value = Double(mantissa)
         if fractionDigits > 0 { value /= powerOfTen(fractionDigits) }
+        guard value < maximumDecimal else { return nil }
         return negative ? -value : value
     }
 
     @usableFromInline
     static func slowParse(_ bytes: UnsafeRawBufferPointer) -> Double? {
-        Double(String(decoding: bytes, as: UTF8.self))
+        guard let value = Double(String(decoding: bytes, as: UTF8.self)), abs(value) < maximumDecimal else {
+            return nil
+        }
+        return value
     }
 
     // MARK: formatting

@@ -121,6 +121,26 @@ struct NMEATests {
         #expect(throws: DecodeError.self) { try nmea(text) }
     }
 
+    @Test("inputs the fuzzer found: a far-future date and a 105-digit number neither trap nor round-trip wrong")
+    func fuzzFindings() throws {
+        // A ZDA in the year 9999 is no date a receiver reports (GNSSTime covers 1678-2262).
+        guard case .zda(let zda) = try nmea(sentenceWithChecksum("GPZDA,120000.00,01,01,9999,00,00")) else {
+            Issue.record("not ZDA")
+            return
+        }
+        #expect(zda.date == nil)
+        #expect(GNSSTime(date: GNSSDate(year: 9999, month: 1, day: 1), time: TimeOfDay(hour: 0, minute: 0, second: 0))
+            .nanosecondsSinceEpoch == .max)
+        var assembler = EpochAssembler()
+        _ = assembler.consume(.nmea(.zda(zda)))
+        _ = assembler.finish()
+        // A number no NMEA field holds is a malformed field (it could not be written back in fixed notation).
+        let huge = String(repeating: "3", count: 105)
+        #expect(throws: DecodeError.self) {
+            try nmea(sentenceWithChecksum("GPGSA,A,3,17,28,06,01,,,,,,,,,1.8,\(huge).1,1.5"))
+        }
+    }
+
     @Test("encoders round-trip through the decoder")
     func roundTrip() throws {
         let time = TimeOfDay(hour: 23, minute: 59, second: 59, nanosecond: 990_000_000)
@@ -153,6 +173,11 @@ struct NMEATests {
             #expect(decoded == sentence)
         }
     }
+}
+
+func sentenceWithChecksum(_ body: String) -> String {
+    let sum = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }
+    return "$" + body + "*" + String(sum, radix: 16, uppercase: true).leftPadded(2)
 }
 
 extension String {
