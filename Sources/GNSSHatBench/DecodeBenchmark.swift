@@ -2,7 +2,7 @@
 // deterministic streams, in one run. Environment: GNSSHAT_BENCH_DECODE_MB (size of each stream,
 // default 50), GNSSHAT_BENCH_RUNS (runs per figure, median reported, default 3),
 // GNSSHAT_BENCH_PYUBX2_MB (prefix pyubx2 decodes, default 2: it runs at about 0.3 MB/s),
-// GNSSHAT_BENCH_DECODE_PEERS=0 (ours only, for profiling).
+// GNSSHAT_BENCH_DECODE_PEERS=0 (ours only, for profiling), GNSSHAT_BENCH_DECODE_STREAMS=nmea,ubx,mixed.
 
 import CMallocCounter
 import Foundation
@@ -25,7 +25,8 @@ enum DecodeBenchmark {
             ("ubx", { DecodeStreams.ubx(bytes: size) }),
             ("mixed", { DecodeStreams.mixed(bytes: size) }),
         ]
-        for (name, make) in streams {
+        let selected = environment["GNSSHAT_BENCH_DECODE_STREAMS"]?.split(separator: ",").map(String.init)
+        for (name, make) in streams where selected?.contains(name) ?? true {
             let bytes = make()
             let file = directory.appendingPathComponent("decode-\(name).bin")
             try Data(bytes).write(to: file)

@@ -54,11 +54,10 @@ public struct GSVSatellite: Hashable, Sendable {
 
 /// The up to four satellites of a GSV sentence, stored inline.
 public struct GSVSatellites: RandomAccessCollection, Hashable, Sendable {
+    // Each satellite packed in a UInt64: id, elevation, azimuth, SNR as 16-bit fields, with
+    // Int16.min for an empty field. Plain shifts, no SIMD lane inserts.
     private static let none = Int16.min
-    private var ids = SIMD4<Int16>(repeating: 0)
-    private var elevations = SIMD4<Int16>(repeating: 0)
-    private var azimuths = SIMD4<Int16>(repeating: 0)
-    private var snrs = SIMD4<Int16>(repeating: 0)
+    private var packed: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
     public private(set) var count = 0
 
     public init() {}
@@ -71,20 +70,43 @@ public struct GSVSatellites: RandomAccessCollection, Hashable, Sendable {
     public var endIndex: Int { count }
 
     public subscript(position: Int) -> GSVSatellite {
+        let word: UInt64
+        switch position {
+        case 0: word = packed.0
+        case 1: word = packed.1
+        case 2: word = packed.2
+        default: word = packed.3
+        }
+        func field(_ shift: UInt64) -> Int16 { Int16(truncatingIfNeeded: word >> shift) }
         func value(_ v: Int16) -> Int? { v == GSVSatellites.none ? nil : Int(v) }
         return GSVSatellite(
-            id: Int(ids[position]), elevation: value(elevations[position]), azimuth: value(azimuths[position]),
-            snr: value(snrs[position]))
+            id: Int(field(0)), elevation: value(field(16)), azimuth: value(field(32)), snr: value(field(48)))
+    }
+
+    public static func == (lhs: GSVSatellites, rhs: GSVSatellites) -> Bool {
+        lhs.count == rhs.count && lhs.packed == rhs.packed
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(count)
+        hasher.combine(packed.0)
+        hasher.combine(packed.1)
+        hasher.combine(packed.2)
+        hasher.combine(packed.3)
     }
 
     /// Appends a satellite; a fifth is dropped (GSV carries four).
     public mutating func append(_ satellite: GSVSatellite) {
         guard count < 4 else { return }
-        func store(_ v: Int?) -> Int16 { v.map { Int16(clamping: $0) } ?? GSVSatellites.none }
-        ids[count] = Int16(clamping: satellite.id)
-        elevations[count] = store(satellite.elevation)
-        azimuths[count] = store(satellite.azimuth)
-        snrs[count] = store(satellite.snr)
+        func store(_ v: Int?) -> UInt64 { UInt64(UInt16(bitPattern: v.map { Int16(clamping: $0) } ?? GSVSatellites.none)) }
+        let word = UInt64(UInt16(bitPattern: Int16(clamping: satellite.id))) | store(satellite.elevation) << 16
+            | store(satellite.azimuth) << 32 | store(satellite.snr) << 48
+        switch count {
+        case 0: packed.0 = word
+        case 1: packed.1 = word
+        case 2: packed.2 = word
+        default: packed.3 = word
+        }
         count += 1
     }
 }

@@ -3,18 +3,13 @@
 extension NMEASentence {
     /// Decodes a whole sentence (`$` to LF; the framer has verified the checksum).
     public init(frame: ArraySlice<UInt8>) throws(DecodeError) {
-        var result: Result<NMEASentence, DecodeError>?
-        frame.withUnsafeBytes { raw in
-            do throws(DecodeError) {
-                result = .success(try NMEASentence.decode(raw, frame))
-            } catch {
-                result = .failure(error)
-            }
-        }
-        switch result {
-        case .success(let sentence): self = sentence
-        case .failure(let error): throw error
-        case nil: throw .truncated
+        do {
+            self = try frame.withUnsafeBytes { raw in try NMEASentence.decode(raw, frame) }
+        } catch let error as DecodeError {
+            throw error
+        } catch {
+            // withUnsafeBytes rethrows untyped; decode throws nothing else.
+            throw .truncated
         }
     }
 

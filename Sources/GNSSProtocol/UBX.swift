@@ -1096,18 +1096,13 @@ public enum UBXMessage: Hashable, Sendable {
         let start = frame.startIndex
         let id = UBX.MessageID(frame[start + 2], frame[start + 3])
         let payload = frame[(start + 6)..<(frame.endIndex - 2)]
-        var result: Result<UBXMessage, DecodeError>?
-        payload.withUnsafeBytes { p in
-            do throws(DecodeError) {
-                result = .success(try UBXMessage.decode(id, p, payload))
-            } catch {
-                result = .failure(error)
-            }
-        }
-        switch result {
-        case .success(let message): self = message
-        case .failure(let error): throw error
-        case nil: throw .truncated
+        do {
+            self = try payload.withUnsafeBytes { p in try UBXMessage.decode(id, p, payload) }
+        } catch let error as DecodeError {
+            throw error
+        } catch {
+            // withUnsafeBytes rethrows untyped; decode throws nothing else.
+            throw .truncated
         }
     }
 
