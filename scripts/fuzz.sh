@@ -30,7 +30,7 @@ mkdir -p "$corpus" "$seeds"
 if [ -z "$(ls -A "$seeds")" ]; then
     # Seeds: 2 KB slices of every shared capture (comment headers dropped), when the corpus is there.
     shared=""
-    for candidate in ../shared/corpus/gpsd ../../shared/corpus/gpsd; do
+    for candidate in Tests/Fixtures/corpus/gpsd; do
         if [ -d "$candidate" ]; then shared=$candidate; break; fi
     done
     if [ -n "$shared" ]; then

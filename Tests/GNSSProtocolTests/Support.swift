@@ -9,21 +9,17 @@ enum TestPaths {
     static let packageRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The shared corpus: `$GNSSHAT_CORPUS`, else `../shared/corpus` from the package root or one of its
-    /// parents (a worktree lives one level deeper than the main checkout).
+    /// The corpus of real captures: `$GNSSHAT_CORPUS`, else the copy in `Tests/Fixtures` (its
+    /// `gpsd/` folder is `Tests/Fixtures/gpsd-corpus`).
     static func corpus() throws -> URL {
-        let fileManager = FileManager.default
         if let override = ProcessInfo.processInfo.environment["GNSSHAT_CORPUS"] {
             return URL(fileURLWithPath: override)
         }
-        var directory = packageRoot
-        for _ in 0..<3 {
-            let candidate = directory.deletingLastPathComponent().appendingPathComponent("shared/corpus")
-            if fileManager.fileExists(atPath: candidate.appendingPathComponent("gpsd").path) { return candidate }
-            directory = directory.deletingLastPathComponent()
+        let fixtures = packageRoot.appendingPathComponent("Tests/Fixtures/corpus")
+        guard FileManager.default.fileExists(atPath: fixtures.appendingPathComponent("gpsd").path) else {
+            throw TestSetupError("corpus not found at \(fixtures.path)/gpsd (or set GNSSHAT_CORPUS)")
         }
-        throw TestSetupError(
-            "corpus not found: expected ../shared/corpus/gpsd next to the package (or set GNSSHAT_CORPUS)")
+        return fixtures
     }
 
     /// The Python with pyubx2 and pynmeagps: `$GNSSHAT_VENV_PYTHON`, else `.build/venv/bin/python`.
