@@ -17,11 +17,11 @@ binary=$("${build[@]}" --show-bin-path)/GNSSProtocolFuzz
 test -x "$binary" || { echo "fuzz: build failed (see above)" >&2; exit 1; }
 # Without coverage counters libFuzzer runs blind; an incremental build has once lost them, so rebuild
 # from scratch when the section is missing.
-if ! readelf -S "$binary" | grep -q __sancov_cntrs; then
+if ! readelf -S "$binary" | grep __sancov_cntrs >/dev/null; then
     echo "fuzz: the binary has no coverage counters; rebuilding from scratch" >&2
     rm -rf .build/fuzz/release .build/fuzz/x86_64-unknown-linux-gnu/release
     "${build[@]}" 2>&1 | grep -E 'error|warning:' || true
-    readelf -S "$binary" | grep -q __sancov_cntrs || { echo "fuzz: still no coverage counters" >&2; exit 1; }
+    readelf -S "$binary" | grep __sancov_cntrs >/dev/null || { echo "fuzz: still no coverage counters" >&2; exit 1; }
 fi
 
 corpus=.build/fuzz-corpus

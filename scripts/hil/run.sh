@@ -118,12 +118,12 @@ fi
 if [ ! -f "$KDIR/vmlinux" ] && [ ! -f "$KDIR/no-pvh" ]; then
     command -v xz >/dev/null || die "xz is missing (scripts/setup.sh installs xz-utils)"
     say "unpacking vmlinux for a PVH boot"
-    offset=$(LC_ALL=C grep -abo $'\xfd7zXZ' "$KDIR/vmlinuz" | head -n 1 | cut -d: -f1)
+    offset=$(LC_ALL=C grep -abo $'\xfd7zXZ' "$KDIR/vmlinuz" | sed -n 1p | cut -d: -f1)
     # xz complains about the bzImage's bytes after its stream; the stream itself is whole.
     [ -n "$offset" ] && tail -c +$((offset + 1)) "$KDIR/vmlinuz" | xz -dc >"$KDIR/vmlinux.tmp" 2>/dev/null || true
     # The PVH entry note is XEN_ELFNOTE_PHYS32_ENTRY (18).
     if [ -s "$KDIR/vmlinux.tmp" ] &&
-        readelf -n "$KDIR/vmlinux.tmp" 2>/dev/null | grep -q -E '0x00000012|PHYS32_ENTRY'; then
+        readelf -n "$KDIR/vmlinux.tmp" 2>/dev/null | grep -E '0x00000012|PHYS32_ENTRY' >/dev/null; then
         mv "$KDIR/vmlinux.tmp" "$KDIR/vmlinux"
     else
         rm -f "$KDIR/vmlinux.tmp"
