@@ -1,1 +1,0 @@
-// GNSSHat: filled by its issue.
