@@ -1,0 +1,42 @@
+// How a Receiver reaches the hardware: GPIO lines, serial ports and I2C buses. The system's by
+// default; tests and the simulator inject their own.
+public import PiHardware
+
+/// A serial link whose speed can be changed: a `SerialPort`, or a simulator's in-process link.
+public protocol SerialLink: ByteLink {
+    /// Changes the speed (raw 8N1 kept).
+    func setSpeed(_ speed: Int) throws
+    /// Drops bytes received but not read yet.
+    func discardInput() throws
+}
+
+extension SerialPort: SerialLink {}
+
+/// The hardware a `Receiver` uses.
+public struct HardwareAccess: Sendable {
+    /// The GPIO lines (power, standby, force-on, reset, EXTINT outputs; the PPS input).
+    public var gpio: any GPIOLines
+    /// Opens a serial port: path, speed, RTS/CTS.
+    public var openSerial: @Sendable (_ path: String, _ speed: Int, _ rtsCts: Bool) throws -> any SerialLink
+    /// Opens an I2C bus by number.
+    public var openI2C: @Sendable (_ bus: Int) throws -> any I2CBus
+
+    public init(
+        gpio: any GPIOLines,
+        openSerial: @escaping @Sendable (_ path: String, _ speed: Int, _ rtsCts: Bool) throws -> any SerialLink,
+        openI2C: @escaping @Sendable (_ bus: Int) throws -> any I2CBus
+    ) {
+        self.gpio = gpio
+        self.openSerial = openSerial
+        self.openI2C = openI2C
+    }
+
+    /// The machine's own: libgpiod lines (consumer `gnss-hat`), termios serial ports, i2c-dev.
+    public static func system(consumer: String = GPIOChip.defaultConsumer) -> HardwareAccess {
+        HardwareAccess(
+            gpio: SystemGPIO(consumer: consumer),
+            openSerial: { path, speed, rtsCts in try SerialPort(path: path, speed: speed, rtsCts: rtsCts) },
+            openI2C: { bus in try I2CAdapter(bus: bus) }
+        )
+    }
+}

@@ -1,0 +1,446 @@
+// One hardware session: power on, open the link, wait for the receiver, configure it, decode
+// what it sends into events; and the reverse. The Receiver's RefCountedSignal runs `start` for
+// its first subscriber and `stop` after its last one (or after any failure), never overlapping.
+import Dispatch
+import GNSSProtocol
+import PiHardware
+import Signals
+
+/// What a Receiver may change from its board's settings.
+public struct ReceiverOptions: Sendable {
+    /// How long the receiver stays on after the last subscriber leaves (nil: the board's).
+    public var linger: Duration?
+    /// Whether to configure the receiver on power-on (nil: the board's `configuration.enabled`).
+    public var configure: Bool?
+    /// The navigation period to configure (nil: the board's).
+    public var period: Duration?
+
+    public init(linger: Duration? = nil, configure: Bool? = nil, period: Duration? = nil) {
+        self.linger = linger
+        self.configure = configure
+        self.period = period
+    }
+}
+
+/// The speeds tried, in this order, when the configured one yields no valid frame.
+let commonSpeeds = [9600, 38400, 115200, 4800, 19200, 57600, 230400, 460800, 921600]
+
+final class HardwareSession: Sendable {
+    let board: Board
+    let hardware: HardwareAccess
+    let clock: ReceiverClock
+    let lines: PowerLines
+    let log: MessageLog
+    let configure: Bool
+    let period: Duration
+    /// The device name used when the link is the simulator (its pseudo-terminal's path varies).
+    let simulatedDevice: @Sendable () -> String
+
+    private struct State {
+        var emitter: SignalEmitter<ReceiverEvent>?
+        var transport: (any Transport)?
+        var decoder = ReceiverDecoder()
+        var statistics = ReceiverStatistics()
+        var framer = FramerStatistics()
+        var poweredSince: Duration?
+        var firstFixSeen = false
+        var ppsRunning = false
+        var ppsLoopEnded = true
+        var ppsWaiters: [CheckedContinuation<Void, Never>] = []
+        var statisticsWaiters: [(condition: @Sendable (ReceiverStatistics) -> Bool,
+                                 continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Lock(State())
+    private let ppsQueue = DispatchQueue(label: "gnss-hat.pps")
+
+    init(board: Board, hardware: HardwareAccess, clock: ReceiverClock, options: ReceiverOptions,
+         simulatedDevice: @escaping @Sendable () -> String = { "simulator" }) {
+        self.board = board
+        self.hardware = hardware
+        self.clock = clock
+        self.lines = PowerLines(board: board, gpio: hardware.gpio)
+        self.log = MessageLog(clock: clock)
+        self.configure = options.configure ?? board.configuration.enabled
+        self.period = options.period ?? board.configuration.period
+        self.simulatedDevice = simulatedDevice
+    }
+
+    // MARK: - Statistics
+
+    var statistics: ReceiverStatistics {
+        let now = clock.now()
+        return state.withLock { state in
+            var statistics = state.statistics
+            if let since = state.poweredSince { statistics.timePowered += now - since }
+            return statistics
+        }
+    }
+
+    /// The framer's counters over every session.
+    var framerStatistics: FramerStatistics {
+        state.withLock { state in
+            var total = state.framer
+            let current = state.decoder.framer.statistics
+            total.bytesReceived += current.bytesReceived
+            total.nmeaFrames += current.nmeaFrames
+            total.ubxFrames += current.ubxFrames
+            total.rtcm3Frames += current.rtcm3Frames
+            total.bytesDiscarded += current.bytesDiscarded
+            total.fillerBytes += current.fillerBytes
+            total.checksumFailures += current.checksumFailures
+            total.impossibleLengths += current.impossibleLengths
+            total.interruptedSentences += current.interruptedSentences
+            return total
+        }
+    }
+
+    func waitForStatistics(_ condition: @escaping @Sendable (ReceiverStatistics) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if condition(state.statistics) { return true }
+                state.statisticsWaiters.append((condition, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Changes the statistics under the lock and resumes the waiters whose condition now holds.
+    private func updateStatistics(_ change: (inout ReceiverStatistics) -> Void) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            change(&state.statistics)
+            return Self.readyWaiters(&state)
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    private static func readyWaiters(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        guard !state.statisticsWaiters.isEmpty else { return [] }
+        var ready: [CheckedContinuation<Void, Never>] = []
+        let statistics = state.statistics
+        state.statisticsWaiters.removeAll { waiter in
+            guard waiter.condition(statistics) else { return false }
+            ready.append(waiter.continuation)
+            return true
+        }
+        return ready
+    }
+
+    // MARK: - Start
+
+    /// The power-on sequence. Throws a `ReceiverError`; the signal then runs `stop()`, which
+    /// switches everything off whatever point this reached.
+    func start(_ emitter: SignalEmitter<ReceiverEvent>) async throws {
+        let now = clock.now()
+        state.withLock { state in
+            state.emitter = emitter
+            state.decoder = ReceiverDecoder()
+            state.poweredSince = now
+            state.firstFixSeen = false
+            state.statistics.powerOns += 1
+            state.statistics.timesToFirstFix.append(nil)
+            if state.statistics.timesToFirstFix.count > 100 { state.statistics.timesToFirstFix.removeFirst() }
+            state.statistics.linkSpeed = nil
+        }
+        log.open()
+        do {
+            try lines.acquire()
+            let transport = try openTransport()
+            state.withLock { $0.transport = transport }
+            transport.start(
+                onBytes: { [weak self] bytes in self?.received(bytes) },
+                onFailure: { [weak self] error in self?.linkFailed(error, device: transport.name) }
+            )
+            let mark = log.mark
+            let runner = PowerStrategyRunner(session: self, transport: transport)
+            for strategy in board.power.strategies {
+                try await runner.powerOn(strategy)
+            }
+            try await awaitUp(after: mark, transport: transport)
+            if configure {
+                let configurator = Configurator(session: self, transport: transport)
+                try await configurator.configure()
+            }
+            startPPS(emitter)
+        } catch {
+            let failure = (error as? ReceiverError).map { $0 as any Error } ?? error
+            updateStatistics { statistics in
+                statistics.failedPowerOns += 1
+                statistics.lastFailure = "\(failure)"
+            }
+            throw failure
+        }
+    }
+
+    private func openTransport() throws(ReceiverError) -> any Transport {
+        switch board.link {
+        case .uart(let uart):
+            return try openUART(path: uart.path, speed: uart.baud, rtsCts: uart.rtsCts)
+        case .simulator(let baud):
+            return try openUART(path: simulatedDevice(), speed: baud, rtsCts: false)
+        case .i2c(let i2c):
+            let bus: any I2CBus
+            do {
+                bus = try hardware.openI2C(i2c.bus)
+            } catch {
+                throw .link(device: i2c.path, Self.fault(error, device: i2c.path))
+            }
+            return DDCTransport(port: UBloxDDC(bus: bus, address: i2c.address), period: period, clock: clock)
+        }
+    }
+
+    private func openUART(path: String, speed: Int, rtsCts: Bool) throws(ReceiverError) -> UARTTransport {
+        let link: any SerialLink
+        do {
+            link = try hardware.openSerial(path, speed, rtsCts)
+            // Bytes from before this session (a receiver left running, a previous session's
+            // tail) would be decoded as if they were new.
+            try link.discardInput()
+        } catch {
+            throw .link(device: path, Self.fault(error, device: path))
+        }
+        updateStatistics { $0.linkSpeed = speed }
+        return UARTTransport(link: link, name: path)
+    }
+
+    static func fault(_ error: any Error, device: String) -> any HardwareFault {
+        (error as? any HardwareFault) ?? SerialError.failed(FailedCall(call: "\(error)", device: device, errno: nil))
+    }
+
+    /// Waits for the first valid frame after `mark`; on a UART that stays silent, tries the
+    /// common speeds and says which one worked.
+    private func awaitUp(after mark: UInt64, transport: any Transport) async throws {
+        let timeout = board.power.upTimeout
+        if try await log.first(after: mark, within: timeout, where: { _ in true }) != nil { return }
+        let configured: Int
+        let detect: Bool
+        switch board.link {
+        case .uart(let uart): (configured, detect) = (uart.baud, uart.detectSpeed)
+        case .simulator(let baud): (configured, detect) = (baud, true)
+        case .i2c: (configured, detect) = (0, false)
+        }
+        guard detect, let uart = transport as? UARTTransport else {
+            throw ReceiverError.noResponse(device: transport.name, waited: timeout, speedsTried: configured > 0 ? [configured] : [])
+        }
+        var tried = [configured]
+        let window = max(period + .milliseconds(500), .milliseconds(1500))
+        for speed in commonSpeeds where speed != configured {
+            do {
+                try uart.setSpeed(speed)
+            } catch {
+                continue
+            }
+            state.withLock { $0.decoder.resetFramer() }
+            let speedMark = log.mark
+            tried.append(speed)
+            if try await log.first(after: speedMark, within: window, where: { _ in true }) != nil {
+                updateStatistics { $0.linkSpeed = speed }
+                notice("\(transport.name): the receiver answered at \(speed) baud, not the configured \(configured)")
+                return
+            }
+        }
+        try? uart.setSpeed(configured)
+        throw ReceiverError.noResponse(device: transport.name, waited: timeout + window * (tried.count - 1),
+                                       speedsTried: tried)
+    }
+
+    // MARK: - Running
+
+    /// Decodes bytes from the reader and emits what they complete.
+    private func received(_ bytes: [UInt8]) {
+        let now = clock.now()
+        var messages: [Message] = []
+        var epochs: [Epoch] = []
+        let (emitter, ready) = state.withLock { state -> (SignalEmitter<ReceiverEvent>?, [CheckedContinuation<Void, Never>]) in
+            let errors = state.decoder.consume(bytes, messages: &messages, epochs: &epochs)
+            state.statistics.bytesReceived += bytes.count
+            state.statistics.messages += messages.count
+            state.statistics.decodeErrors += errors
+            state.statistics.epochs += epochs.count
+            for epoch in epochs {
+                guard let fix = epoch.fix, fix.hasPosition else { continue }
+                state.statistics.fixes += 1
+                if !state.firstFixSeen, let since = state.poweredSince {
+                    state.firstFixSeen = true
+                    let count = state.statistics.timesToFirstFix.count
+                    if count > 0 { state.statistics.timesToFirstFix[count - 1] = now - since }
+                }
+            }
+            for message in messages {
+                if case .ubx(.monVER(let version)) = message {
+                    state.statistics.protocolVersion = version.protocolVersion ?? state.statistics.protocolVersion
+                    state.statistics.firmware = version.softwareVersion
+                }
+            }
+            return (state.emitter, Self.readyWaiters(&state))
+        }
+        log.record(messages)
+        for waiter in ready { waiter.resume() }
+        guard let emitter else { return }
+        for message in messages { emitter.send(.message(message)) }
+        for epoch in epochs {
+            if let fix = epoch.fix { emitter.send(.fix(fix)) }
+            if let sky = epoch.sky { emitter.send(.sky(sky)) }
+        }
+    }
+
+    private func linkFailed(_ error: any Error, device: String) {
+        let fault = Self.fault(error, device: device)
+        let failure: ReceiverError = fault.deviceIsGone ? .deviceGone(device: device, fault) : .link(device: device, fault)
+        let emitter = state.withLock { $0.emitter }
+        updateStatistics { statistics in
+            statistics.sessionFailures += 1
+            statistics.lastFailure = "\(failure)"
+        }
+        log.close(failure)
+        emitter?.fail(failure)
+    }
+
+    func notice(_ text: String) {
+        let emitter = state.withLock { $0.emitter }
+        emitter?.send(.notice(text))
+    }
+
+    /// Sends bytes to the receiver, counting them.
+    func send(_ bytes: [UInt8], through transport: any Transport) async throws {
+        updateStatistics { $0.bytesSent += bytes.count }
+        do {
+            try await transport.send(bytes)
+        } catch {
+            let fault = Self.fault(error, device: transport.name)
+            throw fault.deviceIsGone
+                ? ReceiverError.deviceGone(device: transport.name, fault)
+                : ReceiverError.link(device: transport.name, fault)
+        }
+    }
+
+    // MARK: - PPS
+
+    private func startPPS(_ emitter: SignalEmitter<ReceiverEvent>) {
+        let source: any EdgeEventSource
+        do {
+            guard let found = try lines.pps() else { return }
+            source = found
+        } catch {
+            // PPS is an extra: a line held elsewhere (the kernel's pps-gpio, say) is reported
+            // and the session runs without it.
+            notice("PPS is not available: \(error)")
+            return
+        }
+        state.withLock { state in
+            state.ppsRunning = true
+            state.ppsLoopEnded = false
+        }
+        ppsQueue.async { [self] in
+            while state.withLock({ $0.ppsRunning }) {
+                do {
+                    if let edge = try source.nextEdge(timeout: .milliseconds(50)) {
+                        emitter.send(.pps(PPSPulse(edge: edge)))
+                    }
+                } catch {
+                    if state.withLock({ $0.ppsRunning }) { notice("PPS stopped: \(error)") }
+                    lines.dropPPS()
+                    break
+                }
+            }
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.ppsLoopEnded = true
+                defer { state.ppsWaiters.removeAll() }
+                return state.ppsWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    private func stopPPS() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = state.withLock { state -> Bool in
+                state.ppsRunning = false
+                if state.ppsLoopEnded { return true }
+                state.ppsWaiters.append(continuation)
+                return false
+            }
+            if ended { continuation.resume() }
+        }
+    }
+
+    // MARK: - Stop
+
+    /// The power-off sequence: every strategy's off action in reverse order (each tried even if
+    /// an earlier one failed), then the link closes. Never throws: failures are recorded.
+    func stop() async {
+        await stopPPS()
+        let transport = state.withLock { $0.transport }
+        let runner = PowerStrategyRunner(session: self, transport: transport)
+        var failures: [String] = []
+        for strategy in board.power.strategies.reversed() {
+            do {
+                try await runner.powerOff(strategy)
+            } catch {
+                failures.append("\(strategy): \(error)")
+            }
+        }
+        await transport?.close()
+        log.close(CancellationError())
+        let now = clock.now()
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.transport = nil
+            state.emitter = nil
+            if let since = state.poweredSince {
+                state.statistics.timePowered += now - since
+                state.poweredSince = nil
+            }
+            if !failures.isEmpty {
+                state.statistics.lastFailure = "power-off: " + failures.joined(separator: "; ")
+            }
+            let framer = state.decoder.framer.statistics
+            state.framer.bytesReceived += framer.bytesReceived
+            state.framer.nmeaFrames += framer.nmeaFrames
+            state.framer.ubxFrames += framer.ubxFrames
+            state.framer.rtcm3Frames += framer.rtcm3Frames
+            state.framer.bytesDiscarded += framer.bytesDiscarded
+            state.framer.fillerBytes += framer.fillerBytes
+            state.framer.checksumFailures += framer.checksumFailures
+            state.framer.impossibleLengths += framer.impossibleLengths
+            state.framer.interruptedSentences += framer.interruptedSentences
+            state.decoder = ReceiverDecoder()
+            return Self.readyWaiters(&state)
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// Releases the lines (the Receiver shuts down).
+    func release() {
+        lines.releaseAll()
+    }
+}
+
+/// Bytes to messages and epochs, through GNSSProtocol (GNSSHat never parses bytes itself).
+struct ReceiverDecoder: Sendable {
+    var framer = Framer()
+    var assembler = EpochAssembler()
+
+    /// Decodes `bytes`; returns the number of frames that did not decode.
+    mutating func consume(_ bytes: [UInt8], messages: inout [Message], epochs: inout [Epoch]) -> Int {
+        framer.append(contentsOf: bytes)
+        var errors = 0
+        while let frame = framer.next() {
+            // A message keeps a slice of its frame: copy it, so the framer's buffer is not shared.
+            let owned = Frame(kind: frame.kind, bytes: ArraySlice(Array(frame.bytes)))
+            do {
+                let message = try Message(frame: owned)
+                messages.append(message)
+                assembler.consume(message) { epochs.append($0) }
+            } catch {
+                errors += 1
+            }
+        }
+        return errors
+    }
+
+    /// Drops partial frames (after a speed change).
+    mutating func resetFramer() {
+        framer.reset()
+    }
+}

@@ -1,0 +1,142 @@
+// Waiting for the receiver to say something: the session's recent messages, numbered, and the
+// tasks waiting for one that matches, each with a time-out on the injected clock.
+import GNSSProtocol
+import Signals
+
+/// Any `Clock<Duration>`, with instants as offsets from when it was wrapped.
+struct ReceiverClock: Sendable {
+    /// Time since the reference instant.
+    let now: @Sendable () -> Duration
+    /// Sleeps until the given offset; throws `CancellationError` when the task is cancelled.
+    let sleepUntil: @Sendable (Duration) async throws -> Void
+
+    init<C: Clock>(_ clock: C) where C.Duration == Duration {
+        let reference = clock.now
+        now = { reference.duration(to: clock.now) }
+        sleepUntil = { offset in try await clock.sleep(until: reference.advanced(by: offset), tolerance: nil) }
+    }
+
+    func sleep(for duration: Duration) async throws {
+        try await sleepUntil(now() + duration)
+    }
+}
+
+/// The messages of the current session and the waiters for them.
+///
+/// Every message gets a sequence number. A waiter asks for the first matching message *after*
+/// a mark taken before the command it waits on was sent, so a reply that arrives before the
+/// waiter is registered is still found (the last 256 messages are kept).
+final class MessageLog: Sendable {
+    private struct Waiter {
+        var after: UInt64
+        var matches: @Sendable (Message) -> Bool
+        var continuation: CheckedContinuation<Message?, any Error>
+        var timeout: Task<Void, Never>?
+    }
+
+    private struct State {
+        var sequence: UInt64 = 0
+        var recent: [(sequence: UInt64, message: Message)] = []
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 0
+        var closed: (any Error)?
+    }
+
+    private static let kept = 256
+    private let state = Lock(State())
+    private let clock: ReceiverClock
+
+    init(clock: ReceiverClock) {
+        self.clock = clock
+    }
+
+    /// The sequence number of the latest message: wait for messages after it.
+    var mark: UInt64 { state.withLock { $0.sequence } }
+
+    /// Starts a new session: forgets old messages, accepts waiters again.
+    func open() {
+        state.withLock { state in
+            state.recent.removeAll()
+            state.closed = nil
+        }
+    }
+
+    /// Records messages and resumes the waiters they match. A resumed waiter's time-out is
+    /// cancelled here, before this returns, so that a time-out can never fire for a reply that
+    /// has been read.
+    func record(_ messages: [Message]) {
+        guard !messages.isEmpty else { return }
+        let resumed = state.withLock { state -> [(Waiter, Message)] in
+            var resumed: [(Waiter, Message)] = []
+            for message in messages {
+                state.sequence += 1
+                state.recent.append((state.sequence, message))
+                for (id, waiter) in state.waiters where waiter.after < state.sequence && waiter.matches(message) {
+                    resumed.append((waiter, message))
+                    state.waiters[id] = nil
+                }
+            }
+            if state.recent.count > Self.kept { state.recent.removeFirst(state.recent.count - Self.kept) }
+            return resumed
+        }
+        for (waiter, message) in resumed {
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(returning: message)
+        }
+    }
+
+    /// Ends the session: every waiter gets `error`, and so does every later one until `open()`.
+    func close(_ error: any Error) {
+        let waiters = state.withLock { state -> [Waiter] in
+            state.closed = error
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters {
+            waiter.timeout?.cancel()
+            waiter.continuation.resume(throwing: error)
+        }
+    }
+
+    /// The first message after `mark` that `matches`, or nil when none arrives within `timeout`.
+    /// Throws when the session ends first.
+    func first(
+        after mark: UInt64, within timeout: Duration, where matches: @escaping @Sendable (Message) -> Bool
+    ) async throws -> Message? {
+        let deadline = clock.now() + timeout
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Message?, any Error>) in
+            let early = state.withLock { state -> Result<Message?, any Error>? in
+                if let error = state.closed { return .failure(error) }
+                if let found = state.recent.first(where: { $0.sequence > mark && matches($0.message) }) {
+                    return .success(found.message)
+                }
+                state.waiters[id] = Waiter(after: mark, matches: matches, continuation: continuation)
+                return nil
+            }
+            if let early {
+                continuation.resume(with: early)
+                return
+            }
+            let clock = clock
+            let timeout = Task { [weak self] in
+                do { try await clock.sleepUntil(deadline) } catch { return }
+                self?.expire(id)
+            }
+            let stillWaiting = state.withLock { state -> Bool in
+                guard state.waiters[id] != nil else { return false }
+                state.waiters[id]?.timeout = timeout
+                return true
+            }
+            if !stillWaiting { timeout.cancel() }
+        }
+    }
+
+    private func expire(_ id: UInt64) {
+        let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+        waiter?.continuation.resume(returning: nil)
+    }
+}

@@ -1,0 +1,76 @@
+// The power strategies: each board lists some in order; power-on runs their `on` actions in
+// that order, power-off their `off` actions in reverse. After the last `on` action the session
+// waits for the receiver to show it is up (its first valid frame; a boot or wake-up message is
+// one), with the board's time-out.
+import GNSSProtocol
+import PiHardware
+
+struct PowerStrategyRunner {
+    let session: HardwareSession
+    let transport: (any Transport)?
+
+    var board: Board { session.board }
+    var lines: PowerLines { session.lines }
+
+    /// Bytes that wake a u-blox from backup through its UART: the first bytes after the
+    /// wake-up are lost, and 0xFF is idle filler to every decoder.
+    static let ubloxWakeBytes: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+
+    /// `$PMTK000`, the MTK test packet: any UART byte wakes an MTK from standby, and this one
+    /// is harmless whether it sleeps or not (it is answered by `$PMTK001,0,3`).
+    static let mtkWake = PMTK.command(0)
+
+    func powerOn(_ strategy: Board.PowerStrategy) async throws {
+        switch strategy {
+        case .gpioEnable:
+            // Hold the receiver in reset while its supply comes up, where a reset line exists.
+            try lines.set(.reset, asserted: true)
+            try lines.set(.enable, asserted: true)
+            try await session.clock.sleep(for: board.power.onWait)
+            try lines.set(.reset, asserted: false)
+        case .standbyLine:
+            try lines.set(.standby, asserted: false)
+            try await session.clock.sleep(for: board.power.onWait)
+        case .forceOnPulse:
+            try lines.set(.forceOn, asserted: true)
+            try await session.clock.sleep(for: board.gpio.forceOnPulse)
+            try lines.set(.forceOn, asserted: false)
+        case .ubloxBackup:
+            if case .i2c = board.link {} else if let transport {
+                try await session.send(Self.ubloxWakeBytes, through: transport)
+            }
+            if lines.holds(.extint) {
+                try lines.set(.extint, asserted: true)
+                try await session.clock.sleep(for: board.gpio.extintPulse)
+                try lines.set(.extint, asserted: false)
+            }
+        case .ubloxGNSSStop:
+            if let transport { try await session.send(UBXCfgRst.gnssStart.frame, through: transport) }
+        case .mtkStandby:
+            if let transport { try await session.send(Self.mtkWake, through: transport) }
+        }
+    }
+
+    func powerOff(_ strategy: Board.PowerStrategy) async throws {
+        switch strategy {
+        case .gpioEnable:
+            try lines.set(.enable, asserted: false)
+        case .standbyLine:
+            try lines.set(.standby, asserted: true)
+        case .forceOnPulse:
+            return
+        case .ubloxBackup:
+            guard let transport else { return }
+            var sources: UBXRxmPmReq.WakeSources = []
+            if case .i2c = board.link {} else { sources.insert(.uartRX) }
+            if lines.holds(.extint) { sources.insert(.extint0) }
+            try await session.send(UBXRxmPmReq.backup(wakeupSources: sources).frame, through: transport)
+        case .ubloxGNSSStop:
+            guard let transport else { return }
+            try await session.send(UBXCfgRst.gnssStop.frame, through: transport)
+        case .mtkStandby:
+            guard let transport else { return }
+            try await session.send(PMTK.standby, through: transport)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+// The Receiver: one hardware session shared by every subscriber of every view.
+public import GNSSProtocol
+import PiHardware
+public import Signals
+
+/// A GNSS receiver on a hat, powered only while somebody listens.
+///
+/// `events` is the base `RefCountedSignal`: its first subscriber (of it or of any derived
+/// signal) runs the board's power-on sequence — switch on, wait for the receiver, configure
+/// it — and its last one, after the linger, the power-off sequence. `fixes`, `sky`, `pps` and
+/// `messages` are derived signals that share that one session; `fixes` and `sky` hand their
+/// latest value to a new subscriber at once. Any failure (a busy GPIO line, a vanished device,
+/// a receiver that never answers) reaches every subscriber as a ``ReceiverError`` after the
+/// receiver has been switched off; the next subscriber starts afresh.
+///
+/// ```swift
+/// let receiver = try Receiver(board: BoardCatalog.load("simulator"))
+/// for try await fix in receiver.fixes where fix.hasPosition {   // powers the receiver on
+///     print(fix.latitude!, fix.longitude!)
+///     break                                                     // last one out: off after the linger
+/// }
+/// ```
+public final class Receiver: Sendable {
+    /// The board this receiver sits on.
+    public let board: Board
+    /// Every event of the hardware session (messages, fixes, sky views, PPS pulses, notices).
+    public let events: RefCountedSignal<ReceiverEvent>
+    /// The fix of each navigation epoch; the latest is replayed to new subscribers.
+    public let fixes: RefCountedSignal<Fix>
+    /// The sky view of each navigation epoch; the latest is replayed to new subscribers.
+    public let sky: RefCountedSignal<SkyView>
+    /// Time pulses from the board's PPS line (none on boards without one).
+    public let pps: RefCountedSignal<PPSPulse>
+    /// Every decoded message, in arrival order.
+    public let messages: RefCountedSignal<Message>
+    /// The simulated hat behind a simulator board (nil for real hardware).
+    public let simulator: SimulatedHat?
+
+    let session: HardwareSession
+
+    /// A receiver on `board`, reaching the hardware through `hardware`, with every timer
+    /// (linger, time-outs, polling) on `clock`.
+    public convenience init(
+        board: Board, options: ReceiverOptions = ReceiverOptions(), hardware: HardwareAccess,
+        clock: some Clock<Duration> = ContinuousClock()
+    ) {
+        self.init(board: board, options: options, hardware: hardware, clock: clock, simulator: nil)
+    }
+
+    /// A receiver on a real board through the system's hardware, or — for a board whose link
+    /// is `simulator` — on a new ``SimulatedHat`` (a pseudo-terminal and simulated lines).
+    public convenience init(
+        board: Board, options: ReceiverOptions = ReceiverOptions(), clock: some Clock<Duration> = ContinuousClock()
+    ) throws {
+        if case .simulator = board.link {
+            let hat = try SimulatedHat(board: board, clock: clock)
+            self.init(hat: hat, options: options, ownsHat: true)
+        } else {
+            self.init(board: board, options: options, hardware: .system(), clock: clock, simulator: nil)
+        }
+    }
+
+    /// A receiver on a simulated hat, on the hat's clock.
+    public convenience init(hat: SimulatedHat, options: ReceiverOptions = ReceiverOptions()) {
+        self.init(hat: hat, options: options, ownsHat: false)
+    }
+
+    private convenience init(hat: SimulatedHat, options: ReceiverOptions, ownsHat: Bool) {
+        self.init(board: hat.board, options: options, hardware: hat.hardware, clock: hat.clock,
+                  simulator: hat, ownsHat: ownsHat)
+    }
+
+    private let ownsHat: Bool
+
+    private init<C: Clock<Duration>>(
+        board: Board, options: ReceiverOptions, hardware: HardwareAccess, clock: C, simulator: SimulatedHat?,
+        ownsHat: Bool = false
+    ) {
+        self.board = board
+        self.simulator = simulator
+        self.ownsHat = ownsHat
+        let session = HardwareSession(
+            board: board, hardware: hardware, clock: ReceiverClock(clock), options: options,
+            simulatedDevice: { simulator?.devicePath ?? "simulator" })
+        self.session = session
+        let configuration = SignalConfiguration(
+            linger: options.linger ?? board.power.linger,
+            minimumOffTime: board.power.minimumOffTime,
+            replay: .none,
+            restart: .onNextSubscriber
+        )
+        events = RefCountedSignal(configuration: configuration, clock: clock) { emitter in
+            try await session.start(emitter)
+        } stop: {
+            await session.stop()
+        }
+        fixes = events.compactMap { event in
+            if case .fix(let fix) = event { fix } else { nil }
+        }
+        sky = events.compactMap { event in
+            if case .sky(let sky) = event { sky } else { nil }
+        }
+        pps = events.compactMap(configuration: SignalConfiguration(replay: .none)) { event in
+            if case .pps(let pulse) = event { pulse } else { nil }
+        }
+        messages = events.compactMap(configuration: SignalConfiguration(replay: .none)) { event in
+            if case .message(let message) = event { message } else { nil }
+        }
+    }
+
+    /// The power state now.
+    public var powerState: PowerState { PowerState(events.state) }
+
+    /// The power state now, then every change, until the receiver shuts down.
+    public func powerStates() -> AsyncStream<PowerState> {
+        let states = events.stateChanges()
+        return AsyncStream { continuation in
+            let task = Task {
+                var last: PowerState?
+                for await state in states {
+                    let power = PowerState(state)
+                    if power != last { continuation.yield(power) }
+                    last = power
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Suspends until the power state satisfies `condition` (the current state counts).
+    public func waitForPower(_ condition: @escaping @Sendable (PowerState) -> Bool) async {
+        for await state in events.stateChanges() where condition(PowerState(state)) { return }
+    }
+
+    /// Counters: power-ons, time powered, time to first fix of each power-on, traffic.
+    public var statistics: ReceiverStatistics { session.statistics }
+
+    /// The framer's counters over every session (frames, discarded bytes, checksum failures).
+    public var framerStatistics: FramerStatistics { session.framerStatistics }
+
+    /// Suspends until the statistics satisfy `condition` (e.g. a number of epochs decoded).
+    public func waitForStatistics(_ condition: @escaping @Sendable (ReceiverStatistics) -> Bool) async {
+        await session.waitForStatistics(condition)
+    }
+
+    /// Switches the receiver off (at once, without linger) and ends every subscription with
+    /// `SignalError.shutDown`; releases the GPIO lines. A simulated hat this receiver made is
+    /// shut down too.
+    public func shutdown() async {
+        await fixes.shutdown()
+        await sky.shutdown()
+        await pps.shutdown()
+        await messages.shutdown()
+        await events.shutdown()
+        session.release()
+        if ownsHat { await simulator?.shutdown() }
+    }
+}
+
+extension PowerState {
+    /// The power state a signal state stands for.
+    public init(_ state: SignalState) {
+        switch state {
+        case .idle, .waitingToStart, .shutDown: self = .off
+        case .starting: self = .poweringOn
+        case .running: self = .on
+        case .lingering: self = .lingering
+        case .stopping: self = .poweringOff
+        case .failed: self = .failed
+        }
+    }
+}

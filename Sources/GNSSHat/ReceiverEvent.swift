@@ -1,0 +1,100 @@
+// What a Receiver delivers: the events of its one hardware session, its power state, and the
+// statistics it keeps.
+public import GNSSProtocol
+public import PiHardware
+
+/// One event of the receiver's hardware session.
+public enum ReceiverEvent: Sendable {
+    /// A decoded message (NMEA, UBX or RTCM 3), in arrival order.
+    case message(Message)
+    /// The fix of a navigation epoch (gpsd TPV meaning; `mode` may be "no fix").
+    case fix(Fix)
+    /// The sky view of a navigation epoch (gpsd SKY meaning).
+    case sky(SkyView)
+    /// A time pulse on the board's PPS line.
+    case pps(PPSPulse)
+    /// Something a user should know that is not an error, e.g. the speed the receiver was found at.
+    case notice(String)
+}
+
+/// A time pulse, as the kernel timestamped its edge.
+public struct PPSPulse: Sendable, Hashable {
+    /// The edge with its kernel timestamp and sequence number.
+    public var edge: EdgeEvent
+
+    public init(edge: EdgeEvent) {
+        self.edge = edge
+    }
+}
+
+/// Whether the receiver is powered, as seen from the shared hardware session.
+public enum PowerState: Sendable, Hashable, CustomStringConvertible {
+    /// Off: nobody subscribes (or the minimum off time has not passed yet).
+    case off
+    /// The power-on sequence runs: switching on, waiting for the receiver, configuring it.
+    case poweringOn
+    /// On, with at least one subscriber.
+    case on
+    /// On, with no subscriber: it goes off when the linger ends, unless someone subscribes.
+    case lingering
+    /// The power-off sequence runs.
+    case poweringOff
+    /// The last power-on or session failed; the receiver was switched off. The next
+    /// subscriber tries again.
+    case failed
+
+    public var description: String {
+        switch self {
+        case .off: "off"
+        case .poweringOn: "powering on"
+        case .on: "on"
+        case .lingering: "lingering"
+        case .poweringOff: "powering off"
+        case .failed: "failed"
+        }
+    }
+
+    /// Whether the receiver may draw its operating current in this state.
+    public var isPowered: Bool {
+        switch self {
+        case .poweringOn, .on, .lingering, .poweringOff: true
+        case .off, .failed: false
+        }
+    }
+}
+
+/// Counters of a receiver's sessions.
+public struct ReceiverStatistics: Sendable, Hashable {
+    /// Power-on sequences started (successful or not).
+    public var powerOns = 0
+    /// Power-on sequences that failed.
+    public var failedPowerOns = 0
+    /// Sessions that failed while running (a vanished device, a read error).
+    public var sessionFailures = 0
+    /// Total time from the start of each power-on to the end of its power-off, including the
+    /// current session.
+    public var timePowered: Duration = .zero
+    /// Time to first fix of each power-on, oldest first (`nil`: no fix in that session);
+    /// the most recent 100 are kept.
+    public var timesToFirstFix: [Duration?] = []
+    /// Navigation epochs, fixes with a position, messages, and frames that did not decode.
+    public var epochs = 0
+    public var fixes = 0
+    public var messages = 0
+    public var decodeErrors = 0
+    /// Bytes read from and written to the receiver.
+    public var bytesReceived = 0
+    public var bytesSent = 0
+    /// The UART speed the receiver answered at in the last session (nil for I2C).
+    public var linkSpeed: Int?
+    /// The u-blox protocol version MON-VER reported (`PROTVER=`), and the firmware text.
+    public var protocolVersion: Double?
+    public var firmware: String?
+    /// The most recent failure, as text.
+    public var lastFailure: String?
+
+    public init() {}
+
+    /// The time to first fix of the most recent power-on that had one.
+    public var lastTimeToFirstFix: Duration? { timesToFirstFix.last { $0 != nil } ?? nil }
+}

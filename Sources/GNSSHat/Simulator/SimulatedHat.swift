@@ -1,0 +1,510 @@
+// A simulated hat: the simulated receiver wired to GPIO lines (its supply, reset, standby,
+// FORCE_ON, EXTINT follow what the host drives; its PPS is an edge source) and to a link — a
+// pseudo-terminal the host opens as a serial port, or an in-process link for fast tests — with
+// traffic accounting so that a driver of a manual clock can tell when nothing is in flight.
+import Dispatch
+import GNSSProtocol
+public import PiHardware
+import Signals
+
+/// The simulated receiver on its hat, ready for a `Receiver` to use.
+public final class SimulatedHat: Sendable {
+    /// How the host reaches the simulated receiver's UART.
+    public enum Connection: Sendable, Hashable {
+        /// A pseudo-terminal: the host opens its device path as a serial port (speed ignored).
+        case pseudoTerminal
+        /// An in-process link: no kernel, closes at once, and garbles bytes when the host's
+        /// speed differs from the receiver's (so speed detection can be tested).
+        case inProcess
+    }
+
+    public let board: Board
+    /// The simulated receiver.
+    public let receiver: SimulatedReceiver
+    /// The clock of the simulation; a `Receiver` on this hat uses it too.
+    public let clock: any Clock<Duration>
+    /// The GPIO lines, the serial port opener and the I2C opener a `Receiver` uses.
+    public let hardware: HardwareAccess
+    /// What is in flight between host and receiver.
+    public let traffic = HatTraffic()
+    public let connection: Connection
+    /// The receiver's UART speed (the board's link speed).
+    public let baud: Int
+
+    private struct State {
+        var terminal: PseudoTerminal?
+        var loopback: LoopbackLink?
+        var readerRunning = false
+        var present = true
+    }
+
+    private let state = Lock(State())
+    private let readerQueue = DispatchQueue(label: "gnss-hat.simulator.reader")
+
+    /// A hat for `board` (its chip family and simulation section decide the receiver). Lines
+    /// the host drives go through `lines` (a test's `FakeGPIO`, say) and on to the simulated
+    /// receiver; without `lines` they are kept in memory.
+    public init(
+        board: Board, clock: some Clock<Duration>, lines: (any GPIOLines)? = nil,
+        connection: Connection = .pseudoTerminal, timing: SimulatedReceiver.Timing = .selfTimed,
+        settings: SimulatedReceiver.Settings? = nil
+    ) throws {
+        self.board = board
+        self.clock = clock
+        self.connection = connection
+        if case .simulator(let baud) = board.link { self.baud = baud } else { self.baud = 9600 }
+        let receiver = SimulatedReceiver(settings: settings ?? SimulatedReceiver.Settings(board: board), clock: clock,
+                                         timing: timing)
+        self.receiver = receiver
+        let wired = WiredLines(board: board, inner: lines ?? MemoryLines(), receiver: receiver)
+        let stateBox = Lock<SimulatedHat?>(nil)
+        hardware = HardwareAccess(
+            gpio: wired,
+            openSerial: { _, speed, _ in
+                guard let hat = stateBox.withLock({ $0 }) else { throw SerialError.closed(device: "simulator") }
+                return try hat.openHostSide(speed: speed)
+            },
+            openI2C: { _ in
+                throw I2CError.closed(device: "the simulator has no I2C bus")
+            }
+        )
+        stateBox.withLock { $0 = self }
+        receiver.connect { [weak self] bytes in self?.receiverSends(bytes) }
+        try attachLink()
+    }
+
+    /// The device path a host opens: the pseudo-terminal's (it changes after `reappear()`).
+    public var devicePath: String {
+        state.withLock { $0.terminal?.devicePath ?? "simulator" }
+    }
+
+    // MARK: - Faults of the hat
+
+    /// The device goes away: the pseudo-terminal closes (or the in-process link fails), so a
+    /// host reading it gets a hang-up.
+    public func disappear() {
+        let (terminal, loopback) = state.withLock { state -> (PseudoTerminal?, LoopbackLink?) in
+            state.present = false
+            state.readerRunning = false
+            defer {
+                state.terminal = nil
+                state.loopback = nil
+            }
+            return (state.terminal, state.loopback)
+        }
+        loopback?.vanish()
+        terminal?.close()
+    }
+
+    /// The device comes back (a new pseudo-terminal, at a new path).
+    public func reappear() throws {
+        guard !state.withLock({ $0.present }) else { return }
+        state.withLock { $0.present = true }
+        try attachLink()
+    }
+
+    /// Whether the device is there.
+    public var isPresent: Bool { state.withLock { $0.present } }
+
+    /// Suspends until no byte is in flight: everything the receiver sent has been read and
+    /// processed by the host (or dropped because the host closed the port), and everything the
+    /// host sent has been processed by the receiver.
+    public func settled() async {
+        await traffic.waitUntilSettled()
+    }
+
+    /// Stops the simulated receiver and closes the link.
+    public func shutdown() async {
+        receiver.shutdown()
+        disappear()
+    }
+
+    // MARK: - Links
+
+    private func attachLink() throws {
+        switch connection {
+        case .pseudoTerminal:
+            let terminal = try PseudoTerminal(holdDeviceOpen: true)
+            state.withLock { state in
+                state.terminal = terminal
+                state.readerRunning = true
+            }
+            readerQueue.async { [weak self] in self?.readHost(terminal) }
+        case .inProcess:
+            state.withLock { $0.loopback = nil }
+        }
+    }
+
+    /// Reads what the host writes to the pseudo-terminal and hands it to the receiver.
+    private func readHost(_ terminal: PseudoTerminal) {
+        while state.withLock({ $0.readerRunning && $0.terminal === terminal }) {
+            let bytes: [UInt8]
+            do {
+                bytes = try terminal.read(maxCount: 4096, timeout: .milliseconds(50))
+            } catch {
+                return
+            }
+            guard !bytes.isEmpty else { continue }
+            receiver.receive(bytes)
+            traffic.receiverConsumed(bytes.count)
+        }
+    }
+
+    private func openHostSide(speed: Int) throws -> any SerialLink {
+        switch connection {
+        case .pseudoTerminal:
+            let path = devicePath
+            guard state.withLock({ $0.present }), path != "simulator" else {
+                throw SerialError.notFound(FailedCall(call: "open", device: "simulator", errno: .noSuchFileOrDirectory))
+            }
+            let port = try SerialPort(path: path, speed: speed)
+            return CountingLink(inner: port, traffic: traffic)
+        case .inProcess:
+            guard state.withLock({ $0.present }) else {
+                throw SerialError.notFound(FailedCall(call: "open", device: "simulator", errno: .noSuchFileOrDirectory))
+            }
+            let link = LoopbackLink(speed: speed, hat: self)
+            state.withLock { $0.loopback = link }
+            return CountingLink(inner: link, traffic: traffic)
+        }
+    }
+
+    /// The receiver's output, to whatever link is attached.
+    private func receiverSends(_ bytes: [UInt8]) {
+        let (terminal, loopback) = state.withLock { ($0.terminal, $0.loopback) }
+        traffic.receiverWriting(bytes.count)
+        if let terminal {
+            // A full buffer or a closed terminal loses the bytes, as a UART nobody reads does.
+            try? terminal.write(bytes)
+        } else if let loopback {
+            loopback.deliver(bytes, atSpeed: baud)
+        }
+    }
+
+    /// Host bytes through the in-process link.
+    fileprivate func hostSends(_ bytes: [UInt8], atSpeed speed: Int) {
+        receiver.receive(speed == baud ? bytes : LoopbackLink.garble(bytes))
+        traffic.receiverConsumed(bytes.count)
+    }
+}
+
+// MARK: - Traffic accounting
+
+/// Counts the bytes between host and simulated receiver, to tell when none is in flight.
+public final class HatTraffic: Sendable {
+    private struct State {
+        var receiverWrote = 0
+        var hostConsumed = 0
+        var hostOpen = false
+        var hostWrote = 0
+        var receiverConsumed = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+
+        var isSettled: Bool { (!hostOpen || hostConsumed >= receiverWrote) && receiverConsumed >= hostWrote }
+    }
+
+    private let state = Lock(State())
+
+    public init() {}
+
+    /// Whether nothing is in flight.
+    public var isSettled: Bool { state.withLock { $0.isSettled } }
+
+    /// Suspends until nothing is in flight.
+    public func waitUntilSettled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let settled = state.withLock { state -> Bool in
+                if state.isSettled { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if settled { continuation.resume() }
+        }
+    }
+
+    private func update(_ change: (inout State) -> Void) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            change(&state)
+            guard state.isSettled else { return [] }
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// The receiver is about to write bytes: the host must read them, if it listens.
+    func receiverWriting(_ count: Int) {
+        update { state in if state.hostOpen { state.receiverWrote += count } }
+    }
+
+    /// The host (re)opened its port, dropping what was sent before.
+    func hostOpened() {
+        update { state in
+            state.hostOpen = true
+            state.hostConsumed = state.receiverWrote
+        }
+    }
+
+    /// The host has processed bytes it read.
+    func hostConsumed(_ count: Int) {
+        update { $0.hostConsumed += count }
+    }
+
+    /// The host closed its port: what it did not read is dropped.
+    func hostClosed() {
+        update { state in
+            state.hostOpen = false
+            state.hostConsumed = state.receiverWrote
+        }
+    }
+
+    func hostWriting(_ count: Int) {
+        update { $0.hostWrote += count }
+    }
+
+    func hostWriteFailed(_ count: Int) {
+        update { $0.hostWrote -= count }
+    }
+
+    /// The receiver has processed bytes the host wrote.
+    func receiverConsumed(_ count: Int) {
+        update { $0.receiverConsumed += count }
+    }
+}
+
+/// The host's serial link, counting: a chunk read counts as processed when the reader comes
+/// back for more (its loop handles a chunk completely before reading again).
+final class CountingLink: SerialLink {
+    let inner: any SerialLink
+    let traffic: HatTraffic
+    private let pending = Lock(0)
+
+    init(inner: any SerialLink, traffic: HatTraffic) {
+        self.inner = inner
+        self.traffic = traffic
+        traffic.hostOpened()
+    }
+
+    var name: String { inner.name }
+
+    func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
+        let done = pending.withLock { count -> Int in
+            defer { count = 0 }
+            return count
+        }
+        if done > 0 { traffic.hostConsumed(done) }
+        let bytes = try inner.read(maxCount: maxCount, timeout: timeout)
+        pending.withLock { $0 = bytes.count }
+        return bytes
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        traffic.hostWriting(bytes.count)
+        do {
+            try inner.write(bytes)
+        } catch {
+            traffic.hostWriteFailed(bytes.count)
+            throw error
+        }
+    }
+
+    func setSpeed(_ speed: Int) throws {
+        try inner.setSpeed(speed)
+    }
+
+    func discardInput() throws {
+        try inner.discardInput()
+        traffic.hostOpened()
+    }
+
+    func close() {
+        inner.close()
+        pending.withLock { $0 = 0 }
+        traffic.hostClosed()
+    }
+}
+
+/// The host side of the in-process link: reads what the receiver sent, writes straight into
+/// the receiver. It garbles bytes when the two speeds differ, as a UART does.
+final class LoopbackLink: SerialLink {
+    private struct State {
+        var input: [UInt8] = []
+        var speed: Int
+        var closed = false
+        var vanished = false
+    }
+
+    private let state: Lock<State>
+    private let signal = DispatchSemaphore(value: 0)
+    private weak let hat: SimulatedHat?
+
+    init(speed: Int, hat: SimulatedHat) {
+        state = Lock(State(speed: speed))
+        self.hat = hat
+    }
+
+    var name: String { "simulator (in-process)" }
+
+    /// Noise in place of bytes sent at the wrong speed: 0x00, 0x80 and 0xF8-style framing
+    /// errors, never a valid frame start.
+    static func garble(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.map { byte in byte == UInt8(ascii: "$") || byte == 0xB5 ? 0x80 : (byte &* 7) | 0x80 }
+    }
+
+    func deliver(_ bytes: [UInt8], atSpeed speed: Int) {
+        let delivered = state.withLock { state -> Bool in
+            guard !state.closed, !state.vanished else { return false }
+            state.input += state.speed == speed ? bytes : Self.garble(bytes)
+            return true
+        }
+        if delivered { signal.signal() }
+    }
+
+    /// The device is gone: reads fail once what was received is read.
+    func vanish() {
+        state.withLock { $0.vanished = true }
+        signal.signal()
+    }
+
+    func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
+        if let bytes = try take(maxCount) { return bytes }
+        let nanos = max(0, min(SimulationMath.nanoseconds(timeout), 86_400_000_000_000))
+        _ = signal.wait(timeout: .now() + .nanoseconds(Int(nanos)))
+        return try take(maxCount) ?? []
+    }
+
+    private func take(_ maxCount: Int) throws -> [UInt8]? {
+        let result = state.withLock { state -> Result<[UInt8]?, SerialError> in
+            if state.closed { return .failure(.closed(device: name)) }
+            if !state.input.isEmpty {
+                let count = min(maxCount, state.input.count)
+                defer { state.input.removeFirst(count) }
+                return .success(Array(state.input.prefix(count)))
+            }
+            if state.vanished { return .failure(.hangUp(FailedCall(call: "read", device: name, errno: nil))) }
+            return .success(nil)
+        }
+        return try result.get()
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        let speed = try state.withLock { state throws(SerialError) -> Int in
+            if state.closed { throw .closed(device: name) }
+            if state.vanished { throw .vanished(FailedCall(call: "write", device: name, errno: .ioError)) }
+            return state.speed
+        }
+        hat?.hostSends(bytes, atSpeed: speed)
+    }
+
+    func setSpeed(_ speed: Int) throws {
+        state.withLock { $0.speed = speed }
+    }
+
+    func discardInput() throws {
+        state.withLock { $0.input.removeAll() }
+    }
+
+    func close() {
+        state.withLock { $0.closed = true }
+        signal.signal()
+    }
+}
+
+// MARK: - Lines
+
+/// Lines that also drive the simulated receiver: every level the host drives on the
+/// board's enable, reset, standby, FORCE_ON or EXTINT line reaches the receiver's input; the
+/// PPS line is the receiver's time pulse.
+final class WiredLines: GPIOLines {
+    let board: Board
+    let inner: any GPIOLines
+    let receiver: SimulatedReceiver
+
+    init(board: Board, inner: any GPIOLines, receiver: SimulatedReceiver) {
+        self.board = board
+        self.inner = inner
+        self.receiver = receiver
+    }
+
+    func output(_ address: GPIOLineAddress, initiallyActive: Bool, activeLow: Bool) throws -> any OutputLine {
+        let line = try inner.output(address, initiallyActive: initiallyActive, activeLow: activeLow)
+        let input = input(for: address)
+        input?(initiallyActive)
+        return WiredOutputLine(inner: line, input: input)
+    }
+
+    func edges(_ address: GPIOLineAddress, _ edges: GPIOEdges, activeLow: Bool, bias: GPIOBias) throws
+        -> any EdgeEventSource
+    {
+        if let pps = board.gpio.pps, board.gpio.address(pps) == address { return receiver.ppsOutput }
+        return try inner.edges(address, edges, activeLow: activeLow, bias: bias)
+    }
+
+    /// The receiver input a line drives (its logical level: asserted = the function on).
+    private func input(for address: GPIOLineAddress) -> (@Sendable (Bool) -> Void)? {
+        let gpio = board.gpio
+        let receiver = receiver
+        if let line = gpio.enable, gpio.address(line) == address { return { receiver.setMainPower($0) } }
+        if let line = gpio.reset, gpio.address(line) == address { return { receiver.setReset($0) } }
+        if let line = gpio.standby, gpio.address(line) == address { return { receiver.setStandby($0) } }
+        if let line = gpio.forceOn, gpio.address(line) == address { return { receiver.setForceOn($0) } }
+        if let line = gpio.extint, gpio.address(line) == address { return { receiver.setExtint($0) } }
+        return nil
+    }
+}
+
+final class WiredOutputLine: OutputLine {
+    let inner: any OutputLine
+    let input: (@Sendable (Bool) -> Void)?
+
+    init(inner: any OutputLine, input: (@Sendable (Bool) -> Void)?) {
+        self.inner = inner
+        self.input = input
+    }
+
+    var name: String { inner.name }
+
+    func setActive(_ active: Bool) throws {
+        try inner.setActive(active)
+        input?(active)
+    }
+
+    func isActive() throws -> Bool {
+        try inner.isActive()
+    }
+}
+
+/// GPIO lines kept in memory: what a simulated hat uses when no test lines are given.
+final class MemoryLines: GPIOLines {
+    private let lines = Lock<[GPIOLineAddress: MemoryLine]>([:])
+
+    func output(_ address: GPIOLineAddress, initiallyActive: Bool, activeLow: Bool) throws -> any OutputLine {
+        let line = MemoryLine(name: address.description, level: initiallyActive)
+        lines.withLock { $0[address] = line }
+        return line
+    }
+
+    func edges(_ address: GPIOLineAddress, _ edges: GPIOEdges, activeLow: Bool, bias: GPIOBias) throws
+        -> any EdgeEventSource
+    {
+        SimulatedEdgeSource(name: address.description)
+    }
+}
+
+final class MemoryLine: OutputLine {
+    let name: String
+    private let level: Lock<Bool>
+
+    init(name: String, level: Bool) {
+        self.name = name
+        self.level = Lock(level)
+    }
+
+    func setActive(_ active: Bool) throws {
+        level.withLock { $0 = active }
+    }
+
+    func isActive() throws -> Bool {
+        level.withLock { $0 }
+    }
+}

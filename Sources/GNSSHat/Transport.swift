@@ -1,0 +1,203 @@
+// Transports: how bytes move between the host and the receiver while a session runs. A UART is
+// read by a loop on a thread of its own; a u-blox DDC port is polled on the injected clock, with
+// an interval that follows the navigation period and backs off while the receiver is quiet.
+import Dispatch
+import PiHardware
+import Signals
+
+/// An open connection to the receiver for one session.
+protocol Transport: AnyObject, Sendable {
+    /// The device, for errors and notices.
+    var name: String { get }
+    /// Starts delivering received bytes to `onBytes` (one call at a time); `onFailure` is
+    /// called once if the link fails while open.
+    func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void)
+    /// Sends bytes to the receiver.
+    func send(_ bytes: [UInt8]) async throws
+    /// Stops reading and closes the link; returns once nothing reads any more.
+    func close() async
+}
+
+/// Runs a blocking call on `queue` and resumes with its result.
+func onQueue<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        queue.async { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// A UART (or pseudo-terminal, or the simulator's in-process link): a read loop on a dispatch
+/// queue of its own, writes on another.
+final class UARTTransport: Transport {
+    let link: any SerialLink
+    let name: String
+    /// How long one read waits: it bounds how long `close()` waits for the loop to notice.
+    static let readTimeout: Duration = .milliseconds(50)
+
+    private struct State {
+        var running = false
+        var loopEnded = true
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Lock(State())
+    private let readQueue = DispatchQueue(label: "gnss-hat.uart.read")
+    private let writeQueue = DispatchQueue(label: "gnss-hat.uart.write")
+
+    init(link: any SerialLink, name: String) {
+        self.link = link
+        self.name = name
+    }
+
+    func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void) {
+        state.withLock { state in
+            state.running = true
+            state.loopEnded = false
+        }
+        readQueue.async { [self] in
+            while state.withLock({ $0.running }) {
+                do {
+                    let bytes = try link.read(maxCount: 4096, timeout: Self.readTimeout)
+                    if !bytes.isEmpty { onBytes(bytes) }
+                } catch {
+                    if state.withLock({ $0.running }) { onFailure(error) }
+                    break
+                }
+            }
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.loopEnded = true
+                defer { state.endWaiters.removeAll() }
+                return state.endWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    func setSpeed(_ speed: Int) throws {
+        try link.setSpeed(speed)
+    }
+
+    func discardInput() throws {
+        try link.discardInput()
+    }
+
+    func send(_ bytes: [UInt8]) async throws {
+        let link = link
+        try await onQueue(writeQueue) { try link.write(bytes) }
+    }
+
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = state.withLock { state -> Bool in
+                state.running = false
+                if state.loopEnded { return true }
+                state.endWaiters.append(continuation)
+                return false
+            }
+            if ended { continuation.resume() }
+        }
+        link.close()
+    }
+}
+
+/// When to poll a u-blox DDC port next: every quarter of the navigation period while bytes
+/// come, at once while a poll came back full, and backing off (doubling up to `slowest`) once
+/// the receiver has been quiet for two navigation periods.
+struct DDCPollSchedule: Sendable, Equatable {
+    /// The interval while the receiver talks: a quarter of the navigation period, at least 10 ms.
+    let fastest: Duration
+    /// The longest interval while the receiver is quiet.
+    let slowest: Duration
+    /// How long the receiver may be quiet before polling backs off.
+    let quietBeforeBackOff: Duration
+    private(set) var interval: Duration
+    private(set) var quietFor: Duration = .zero
+
+    init(period: Duration) {
+        fastest = max(period / 4, .milliseconds(10))
+        slowest = max(period * 4, .seconds(1))
+        quietBeforeBackOff = period * 2
+        interval = fastest
+    }
+
+    /// The pause before the next poll, after one that returned `count` bytes of at most `limit`.
+    mutating func next(received count: Int, limit: Int) -> Duration {
+        if count > 0 {
+            quietFor = .zero
+            interval = fastest
+            return count >= limit ? .zero : fastest
+        }
+        quietFor += interval
+        if quietFor >= quietBeforeBackOff { interval = min(interval * 2, slowest) }
+        return interval
+    }
+}
+
+/// A u-blox DDC port on I2C, polled on the session's clock. Polling runs only while the session
+/// is open: a powered-off receiver is not polled at all.
+final class DDCTransport: Transport {
+    let port: UBloxDDC
+    let name: String
+    /// Consecutive failed transfers tolerated (the Pi's controller NAKs now and then) before
+    /// the session fails.
+    static let failuresTolerated = 3
+
+    private let clock: ReceiverClock
+    private let period: Duration
+    private let queue = DispatchQueue(label: "gnss-hat.ddc")
+    private let poller = Lock<Task<Void, Never>?>(nil)
+    private let scheduleState: Lock<DDCPollSchedule>
+
+    init(port: UBloxDDC, period: Duration, clock: ReceiverClock) {
+        self.port = port
+        self.period = period
+        self.clock = clock
+        name = "\(port.bus.name) @0x" + String(port.address, radix: 16)
+        scheduleState = Lock(DDCPollSchedule(period: period))
+    }
+
+    /// The current polling interval (for tests and statistics).
+    var pollInterval: Duration { scheduleState.withLock { $0.interval } }
+
+    func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void) {
+        scheduleState.withLock { $0 = DDCPollSchedule(period: period) }
+        let task = Task { [self] in
+            var failures = 0
+            while !Task.isCancelled {
+                let port = port
+                let bytes: [UInt8]
+                do {
+                    bytes = try await onQueue(queue) { try port.readAvailable(maxCount: port.maxReadChunk) }
+                    failures = 0
+                } catch {
+                    failures += 1
+                    let gone = (error as? any HardwareFault)?.deviceIsGone ?? false
+                    if gone || failures > Self.failuresTolerated {
+                        if !Task.isCancelled { onFailure(error) }
+                        return
+                    }
+                    bytes = []
+                }
+                if !bytes.isEmpty { onBytes(bytes) }
+                let pause = scheduleState.withLock { $0.next(received: bytes.count, limit: port.maxReadChunk) }
+                if pause > .zero {
+                    do { try await clock.sleep(for: pause) } catch { return }
+                }
+            }
+        }
+        poller.withLock { $0 = task }
+    }
+
+    func send(_ bytes: [UInt8]) async throws {
+        let port = port
+        try await onQueue(queue) { try port.write(bytes) }
+    }
+
+    func close() async {
+        let task = poller.withLock { task -> Task<Void, Never>? in
+            defer { task = nil }
+            return task
+        }
+        task?.cancel()
+        await task?.value
+    }
+}
