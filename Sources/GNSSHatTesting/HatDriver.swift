@@ -36,9 +36,12 @@ public final class HatDriver: Sendable {
         }
     }
 
-    private func move(to instant: ManualClock.Instant) {
+    /// Moves the clock and the receiver, then lets the tasks the move woke run: the driver's own
+    /// loop would otherwise keep a thread of the cooperative pool busy and starve them.
+    private func move(to instant: ManualClock.Instant) async {
         clock.advance(to: instant)
         hat.receiver.tick()
+        for _ in 0..<4 { await Task.yield() }
     }
 
     /// Moves time forward by `duration`, stopping at every deadline on the way.
@@ -47,9 +50,9 @@ public final class HatDriver: Sendable {
         while true {
             await hat.settled()
             guard let next = nextDeadline, next <= target else { break }
-            move(to: next)
+            await move(to: next)
         }
-        move(to: target)
+        await move(to: target)
         await hat.settled()
     }
 
@@ -71,7 +74,7 @@ public final class HatDriver: Sendable {
             await hat.settled()
             if let outcome = result.withLock({ $0 }) { return try outcome.get() }
             if let next = nextDeadline, next <= end {
-                move(to: next)
+                await move(to: next)
                 continue
             }
             if clock.now >= end {

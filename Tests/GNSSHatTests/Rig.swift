@@ -49,12 +49,40 @@ struct Rig {
         }
     }
 
+    /// Subscribes to fixes and runs until one with a position arrives that is newer than every
+    /// fix seen before (so a replayed fix does not count).
+    func freshPosition() async throws -> (Fix, SignalSubscription<Fix>) {
+        let before = receiver.fixes.latest?.value.time
+        let subscription = receiver.fixes.subscribe()
+        let fix = try await driver.run {
+            for try await next in subscription where next.hasPosition {
+                if let before, let time = next.time, time <= before { continue }
+                return next
+            }
+            throw CancellationError()
+        }
+        return (fix, subscription)
+    }
+
+    /// Runs until a subscription yields a fix with a position newer than `fix`.
+    func position(after fix: Fix, _ subscription: SignalSubscription<Fix>) async throws -> Fix {
+        let time = fix.time
+        return try await driver.run {
+            for try await next in subscription where next.hasPosition && next.time.map({ $0 > time! }) == true {
+                return next
+            }
+            throw CancellationError()
+        }
+    }
+
     func runUntil(_ condition: @escaping @Sendable (PowerState) -> Bool) async throws {
         try await driver.run(untilPower: condition, of: receiver)
     }
 
+    /// Shuts the receiver down, moving time so that a power-on in progress can finish.
     func shutdown() async {
-        await receiver.shutdown()
+        let receiver = receiver
+        _ = try? await driver.run { await receiver.shutdown() }
         await hat.shutdown()
     }
 }

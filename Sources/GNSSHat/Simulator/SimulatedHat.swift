@@ -28,7 +28,7 @@ public final class SimulatedHat: Sendable {
     /// What is in flight between host and receiver.
     public let traffic = HatTraffic()
     public let connection: Connection
-    /// The receiver's UART speed (the board's link speed).
+    /// The receiver's UART speed (the board's link speed unless given).
     public let baud: Int
 
     private struct State {
@@ -47,12 +47,18 @@ public final class SimulatedHat: Sendable {
     public init(
         board: Board, clock: some Clock<Duration>, lines: (any GPIOLines)? = nil,
         connection: Connection = .pseudoTerminal, timing: SimulatedReceiver.Timing = .selfTimed,
-        settings: SimulatedReceiver.Settings? = nil
+        settings: SimulatedReceiver.Settings? = nil, receiverBaud: Int? = nil
     ) throws {
         self.board = board
         self.clock = clock
         self.connection = connection
-        if case .simulator(let baud) = board.link { self.baud = baud } else { self.baud = 9600 }
+        if let receiverBaud {
+            baud = receiverBaud
+        } else if case .simulator(let linkBaud) = board.link {
+            baud = linkBaud
+        } else {
+            baud = 9600
+        }
         let receiver = SimulatedReceiver(settings: settings ?? SimulatedReceiver.Settings(board: board), clock: clock,
                                          timing: timing)
         self.receiver = receiver
@@ -71,6 +77,8 @@ public final class SimulatedHat: Sendable {
         stateBox.withLock { $0 = self }
         receiver.connect { [weak self] bytes in self?.receiverSends(bytes) }
         try attachLink()
+        // Without an enable line nothing switches the supply: the receiver is always powered.
+        if board.gpio.enable == nil { receiver.setMainPower(true) }
     }
 
     /// The device path a host opens: the pseudo-terminal's (it changes after `reappear()`).
