@@ -85,7 +85,7 @@ struct Configurator {
         for _ in 0..<attempts {
             let mark = session.log.mark
             try await session.send(bytes, through: transport)
-            if let reply = try await session.log.first(after: mark, within: timeout, where: matches) { return reply }
+            if let reply = try await session.firstMessage(after: mark, within: timeout, where: matches) { return reply }
         }
         throw ReceiverError.configurationTimedOut(command: name, attempts: attempts)
     }

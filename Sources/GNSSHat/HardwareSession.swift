@@ -53,6 +53,25 @@ final class HardwareSession: Sendable {
 
     private let state = Lock(State())
     private let ppsQueue = DispatchQueue(label: "gnss-hat.pps")
+    /// Whether the session is waiting for time or for the receiver to answer (not working).
+    var isWaiting: Bool { clock.pendingWait.waiting }
+
+    /// How long until the earliest deadline of the session's waits.
+    var timeToNextDeadline: Duration? {
+        clock.pendingWait.deadline.map { max($0 - clock.now(), .zero) }
+    }
+
+    /// Sleeps on the session's clock, recorded as a wait.
+    func sleep(for duration: Duration) async throws {
+        try await clock.sleep(for: duration)
+    }
+
+    /// The first message after `mark` that matches, or nil after `timeout` (a recorded wait).
+    func firstMessage(
+        after mark: UInt64, within timeout: Duration, where matches: @escaping @Sendable (Message) -> Bool
+    ) async throws -> Message? {
+        try await log.first(after: mark, within: timeout, where: matches)
+    }
 
     init(board: Board, hardware: HardwareAccess, clock: ReceiverClock, options: ReceiverOptions,
          simulatedDevice: @escaping @Sendable () -> String = { "simulator" }) {
@@ -212,7 +231,7 @@ final class HardwareSession: Sendable {
     /// common speeds and says which one worked.
     private func awaitUp(after mark: UInt64, transport: any Transport) async throws {
         let timeout = board.power.upTimeout
-        if try await log.first(after: mark, within: timeout, where: { _ in true }) != nil { return }
+        if try await firstMessage(after: mark, within: timeout, where: { _ in true }) != nil { return }
         let configured: Int
         let detect: Bool
         switch board.link {
@@ -234,7 +253,7 @@ final class HardwareSession: Sendable {
             state.withLock { $0.decoder.resetFramer() }
             let speedMark = log.mark
             tried.append(speed)
-            if try await log.first(after: speedMark, within: window, where: { _ in true }) != nil {
+            if try await firstMessage(after: speedMark, within: window, where: { _ in true }) != nil {
                 updateStatistics { $0.linkSpeed = speed }
                 notice("\(transport.name): the receiver answered at \(speed) baud, not the configured \(configured)")
                 return

@@ -3,12 +3,15 @@
 import GNSSProtocol
 import Signals
 
-/// Any `Clock<Duration>`, with instants as offsets from when it was wrapped.
-struct ReceiverClock: Sendable {
+/// Any `Clock<Duration>`, with instants as offsets from when it was wrapped, and a record of
+/// the waits in progress: a driver of a manual clock reads it to know when the session is
+/// waiting for time, and until when.
+final class ReceiverClock: Sendable {
     /// Time since the reference instant.
     let now: @Sendable () -> Duration
     /// Sleeps until the given offset; throws `CancellationError` when the task is cancelled.
     let sleepUntil: @Sendable (Duration) async throws -> Void
+    private let waits = Lock<(next: UInt64, deadlines: [UInt64: Duration])>((0, [:]))
 
     init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let reference = clock.now
@@ -16,8 +19,30 @@ struct ReceiverClock: Sendable {
         sleepUntil = { offset in try await clock.sleep(until: reference.advanced(by: offset), tolerance: nil) }
     }
 
+    /// Records a wait that ends at `deadline` at the latest; returns its token.
+    func beginWait(until deadline: Duration) -> UInt64 {
+        waits.withLock { waits in
+            waits.next += 1
+            waits.deadlines[waits.next] = deadline
+            return waits.next
+        }
+    }
+
+    func endWait(_ token: UInt64) {
+        waits.withLock { _ = $0.deadlines.removeValue(forKey: token) }
+    }
+
+    /// Whether a wait is in progress, and the earliest deadline of those in progress.
+    var pendingWait: (waiting: Bool, deadline: Duration?) {
+        waits.withLock { ($0.deadlines.isEmpty == false, $0.deadlines.values.min()) }
+    }
+
+    /// Sleeps for `duration`, recorded as a wait.
     func sleep(for duration: Duration) async throws {
-        try await sleepUntil(now() + duration)
+        let deadline = now() + duration
+        let token = beginWait(until: deadline)
+        defer { endWait(token) }
+        try await sleepUntil(deadline)
     }
 }
 
@@ -104,6 +129,8 @@ final class MessageLog: Sendable {
         after mark: UInt64, within timeout: Duration, where matches: @escaping @Sendable (Message) -> Bool
     ) async throws -> Message? {
         let deadline = clock.now() + timeout
+        let wait = clock.beginWait(until: deadline)
+        defer { clock.endWait(wait) }
         let id = state.withLock { state -> UInt64 in
             state.nextWaiter += 1
             return state.nextWaiter

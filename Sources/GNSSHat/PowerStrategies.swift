@@ -26,14 +26,14 @@ struct PowerStrategyRunner {
             // Hold the receiver in reset while its supply comes up, where a reset line exists.
             try lines.set(.reset, asserted: true)
             try lines.set(.enable, asserted: true)
-            try await session.clock.sleep(for: board.power.onWait)
+            try await session.sleep(for: board.power.onWait)
             try lines.set(.reset, asserted: false)
         case .standbyLine:
             try lines.set(.standby, asserted: false)
-            try await session.clock.sleep(for: board.power.onWait)
+            try await session.sleep(for: board.power.onWait)
         case .forceOnPulse:
             try lines.set(.forceOn, asserted: true)
-            try await session.clock.sleep(for: board.gpio.forceOnPulse)
+            try await session.sleep(for: board.gpio.forceOnPulse)
             try lines.set(.forceOn, asserted: false)
         case .ubloxBackup:
             if case .i2c = board.link {} else if let transport {
@@ -41,7 +41,7 @@ struct PowerStrategyRunner {
             }
             if lines.holds(.extint) {
                 try lines.set(.extint, asserted: true)
-                try await session.clock.sleep(for: board.gpio.extintPulse)
+                try await session.sleep(for: board.gpio.extintPulse)
                 try lines.set(.extint, asserted: false)
             }
         case .ubloxGNSSStop:

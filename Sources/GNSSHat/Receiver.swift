@@ -133,6 +133,24 @@ public final class Receiver: Sendable {
         for await state in events.stateChanges() where condition(PowerState(state)) { return }
     }
 
+    /// Whether the receiver is working right now rather than waiting: a power-on or power-off
+    /// sequence that is not waiting for time or for the receiver to answer, or a derived signal
+    /// still on its way to (or from) the shared session. A driver of a manual clock waits for
+    /// this to clear before it moves time on.
+    public var isBusy: Bool {
+        let base = events.state
+        if (base == .starting || base == .stopping) && !session.isWaiting { return true }
+        let baseUp = base == .starting || base == .running || base == .lingering
+        for state in [fixes.state, sky.state, pps.state, messages.state] {
+            if state == .stopping || (state == .starting && !baseUp) { return true }
+        }
+        return false
+    }
+
+    /// How long until the earliest time-out or pause of the power sequence in progress (nil when
+    /// it waits for nothing timed).
+    public var timeToNextDeadline: Duration? { session.timeToNextDeadline }
+
     /// Counters: power-ons, time powered, time to first fix of each power-on, traffic.
     public var statistics: ReceiverStatistics { session.statistics }
 

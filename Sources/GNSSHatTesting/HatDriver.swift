@@ -1,17 +1,21 @@
 // Drives a simulated hat on a manual clock, deterministically: time moves from one deadline to
 // the next (a sleeper's, or the simulated receiver's next event), and only once no byte is in
-// flight between host and receiver, so a time-out can never fire for a reply on its way.
+// flight between host and receiver and the Receiver's power sequence is not working, so that a
+// time-out can never fire for a reply on its way and time never jumps over work in progress.
 public import GNSSHat
 import Signals
 
 /// Moves a `ManualClock` for a ``SimulatedHat`` made with `.driven` timing.
-///
-/// Between two moves it waits until the hat is settled (every byte sent has been processed by
-/// the other side). Work that needs no time (a task resuming, a port closing) simply happens
-/// before the next move; work that needs time gets it one deadline at a time.
 public final class HatDriver: Sendable {
     public let clock: ManualClock
     public let hat: SimulatedHat
+    /// The Receiver on the hat, whose power sequence the driver waits for.
+    public let receiver: Receiver?
+
+    /// How many times the driver yields, with nothing due and nothing working, before it
+    /// concludes that an operation is waiting for time (tasks woken by the clock get that long
+    /// to act).
+    static let idleYields = 10_000
 
     /// The driver's own time limit ran out before an operation finished.
     public struct TimeLimitReached: Error, CustomStringConvertible {
@@ -19,25 +23,35 @@ public final class HatDriver: Sendable {
         public var description: String { "the operation did not finish within \(limit) of simulated time" }
     }
 
-    public init(hat: SimulatedHat, clock: ManualClock) {
+    public init(hat: SimulatedHat, clock: ManualClock, receiver: Receiver? = nil) {
         self.hat = hat
         self.clock = clock
+        self.receiver = receiver
     }
 
-    /// The next deadline: the earliest sleeper's or the receiver's next event.
+    /// The next deadline: the earliest sleeper's, the simulated receiver's next event, or the
+    /// end of a wait the Receiver's power sequence has begun (its sleeper may not be registered
+    /// with the clock yet).
     public var nextDeadline: ManualClock.Instant? {
-        let sleeper = clock.nextDeadline
-        let event = hat.receiver.timeToNextEvent.map { clock.now.advanced(by: $0) }
-        switch (sleeper, event) {
-        case let (sleeper?, event?): return min(sleeper, event)
-        case let (sleeper?, nil): return sleeper
-        case let (nil, event?): return event
-        case (nil, nil): return nil
+        let now = clock.now
+        let candidates = [
+            clock.nextDeadline,
+            hat.receiver.timeToNextEvent.map { now.advanced(by: $0) },
+            receiver?.timeToNextDeadline.map { now.advanced(by: $0) },
+        ]
+        return candidates.compactMap { $0 }.min()
+    }
+
+    /// Waits until no byte is in flight and the Receiver's power sequence is not working.
+    public func settle() async {
+        while true {
+            await hat.settled()
+            guard receiver?.isBusy == true else { return }
+            await Task.yield()
         }
     }
 
-    /// Moves the clock and the receiver, then lets the tasks the move woke run: the driver's own
-    /// loop would otherwise keep a thread of the cooperative pool busy and starve them.
+    /// Moves the clock and the receiver, then lets the tasks the move woke run.
     private func move(to instant: ManualClock.Instant) async {
         clock.advance(to: instant)
         hat.receiver.tick()
@@ -48,17 +62,16 @@ public final class HatDriver: Sendable {
     public func advance(by duration: Duration) async {
         let target = clock.now.advanced(by: duration)
         while true {
-            await hat.settled()
+            await settle()
             guard let next = nextDeadline, next <= target else { break }
             await move(to: next)
         }
         await move(to: target)
-        await hat.settled()
+        await settle()
     }
 
     /// Runs `operation` while moving time forward deadline by deadline, until it returns; at most
-    /// `limit` of simulated time passes. While nothing is due, the driver only yields, so that
-    /// tasks and I/O threads finish what needs no time.
+    /// `limit` of simulated time passes.
     public func run<T: Sendable>(
         limit: Duration = .seconds(600), _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
@@ -69,19 +82,28 @@ public final class HatDriver: Sendable {
             result.withLock { $0 = outcome }
         }
         let end = clock.now.advanced(by: limit)
+        var idle = 0
         while true {
             if let outcome = result.withLock({ $0 }) { return try outcome.get() }
-            await hat.settled()
+            await settle()
             if let outcome = result.withLock({ $0 }) { return try outcome.get() }
             if let next = nextDeadline, next <= end {
+                idle = 0
                 await move(to: next)
                 continue
             }
-            if clock.now >= end {
+            // Nothing due within the limit and nothing working: give woken tasks time to act,
+            // then move to the end of the limit, then give up.
+            idle += 1
+            if idle < Self.idleYields {
+                await Task.yield()
+            } else if clock.now < end {
+                idle = 0
+                await move(to: end)
+            } else {
                 task.cancel()
                 throw TimeLimitReached(limit: limit)
             }
-            await Task.yield()
         }
     }
 

@@ -52,6 +52,8 @@ struct PowerStrategyTests {
             board.power.strategies = [.ubloxBackup]
         }
         let rig = try Rig(board: board, connection: .inProcess)
+        // Without an enable line the receiver runs from the start: let it boot first.
+        await rig.driver.advance(by: .seconds(1))
         #expect(try await powerCycle(rig) == .backup)
         #expect(rig.hat.receiver.commandsReceived.last == "RXM-PMREQ")
         let sent = rig.hat.receiver.epochsSent
@@ -71,6 +73,8 @@ struct PowerStrategyTests {
             board.power.strategies = [.ubloxGNSSStop]
         }
         let rig = try Rig(board: board, connection: .inProcess)
+        // Without an enable line the receiver runs from the start: let it boot first.
+        await rig.driver.advance(by: .seconds(1))
         #expect(try await powerCycle(rig) == .gnssStopped)
         #expect(rig.hat.receiver.commandsReceived.last == "CFG-RST 8")
         #expect(try await powerCycle(rig) == .gnssStopped)
@@ -88,6 +92,8 @@ struct PowerStrategyTests {
             board.power.strategies = [.mtkStandby]
         }
         let rig = try Rig(board: board, connection: .inProcess)
+        // Without an enable line the receiver runs from the start: let it boot first.
+        await rig.driver.advance(by: .seconds(1))
         #expect(try await powerCycle(rig) == .standby)
         #expect(rig.hat.receiver.commandsReceived == ["PMTK0", "PMTK314", "PMTK220", "PMTK161"])
         #expect(try await powerCycle(rig) == .standby)
@@ -107,6 +113,8 @@ struct PowerStrategyTests {
             board.power.strategies = [.forceOnPulse, .standbyLine]
         }
         let rig = try Rig(board: board, connection: .inProcess)
+        // Without an enable line the receiver runs from the start: let it boot first.
+        await rig.driver.advance(by: .seconds(1))
         #expect(try await powerCycle(rig) == .standby)
         #expect(try await powerCycle(rig) == .standby)
         #expect(rig.hat.receiver.starts == [.cold, .hot])

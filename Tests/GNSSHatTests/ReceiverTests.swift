@@ -285,7 +285,7 @@ struct ReceiverConfigurationTests {
         let hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: .inProcess, timing: .driven,
                                    receiverBaud: 38400)
         let receiver = Receiver(hat: hat)
-        let driver = HatDriver(hat: hat, clock: clock)
+        let driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
         let events = receiver.events.subscribe(buffering: .bounded(100_000))
         let notice = try await driver.run {
             for try await event in events { if case .notice(let text) = event { return text } }

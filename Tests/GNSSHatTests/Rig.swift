@@ -29,7 +29,7 @@ struct Rig {
         hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: connection, timing: .driven,
                                settings: simulation)
         receiver = Receiver(hat: hat, options: options)
-        driver = HatDriver(hat: hat, clock: clock)
+        driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
     }
 
     /// The fake enable (power) line, once the receiver has requested it.

@@ -1,0 +1,164 @@
+import GNSSHat
+import GNSSHatTesting
+import GNSSProtocol
+import PiHardware
+import Signals
+import Testing
+
+/// One seeded schedule of subscribes, cancels, waits and faults against a receiver on a
+/// simulated hat, checking after every quiet period that the power line is off.
+struct Schedule {
+    let seed: UInt64
+    var random: SeededGenerator
+    let rig: Rig
+    var tokens: [SignalToken] = []
+    var streams: [SignalSubscription<Fix>] = []
+    var log: [String] = []
+    /// How long a power-on can take at most: the power-on wait, the up time-out, every other
+    /// speed tried (8 × 1.5 s), and MON-VER and CFG-VALSET with three attempts each.
+    let longestStart: Duration = .seconds(25)
+
+    init(seed: UInt64) throws {
+        self.seed = seed
+        var random = SeededGenerator(seed: seed)
+        var board = try Rig.simulatorBoard()
+        board.power.linger = [.zero, .milliseconds(500), .seconds(2), .seconds(5)].randomElement(using: &random)!
+        board.simulation?.coldStart = .seconds(Int.random(in: 2...8, using: &random))
+        if Bool.random(using: &random) { board.power.strategies = [.gpioEnable, .ubloxBackup] }
+        self.random = random
+        rig = try Rig(board: board, connection: .inProcess)
+    }
+
+    var linger: Duration { rig.board.power.linger }
+
+    mutating func run(steps: Int) async throws {
+        for _ in 0..<steps {
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<30: subscribe()
+            case 30..<55: cancelOne()
+            case 55..<80:
+                let wait = Duration.milliseconds(Int.random(in: 50...8000, using: &random))
+                log.append("advance \(wait)")
+                await rig.driver.advance(by: wait)
+            case 80..<92: fault()
+            default: try await quietCheck()
+            }
+            checkLevels()
+        }
+        try await quietCheck()
+        await rig.shutdown()
+    }
+
+    mutating func subscribe() {
+        let receiver = rig.receiver
+        switch Int.random(in: 0..<4, using: &random) {
+        case 0:
+            log.append("subscribe fixes (stream)")
+            streams.append(receiver.fixes.subscribe())
+        case 1:
+            log.append("subscribe sky (callback)")
+            tokens.append(receiver.sky.subscribe(onValue: { _ in }))
+        case 2:
+            log.append("subscribe events (callback)")
+            tokens.append(receiver.events.subscribe(onValue: { _ in }))
+        default:
+            log.append("hold")
+            tokens.append(receiver.events.hold())
+        }
+    }
+
+    mutating func cancelOne() {
+        let count = tokens.count + streams.count
+        guard count > 0 else { return }
+        let index = Int.random(in: 0..<count, using: &random)
+        log.append("cancel #\(index)")
+        if index < tokens.count {
+            tokens.remove(at: index).cancel()
+        } else {
+            streams.remove(at: index - tokens.count).cancel()
+        }
+    }
+
+    mutating func fault() {
+        let hat = rig.hat
+        switch Int.random(in: 0..<7, using: &random) {
+        case 0:
+            log.append(hat.isPresent ? "disappear" : "reappear")
+            if hat.isPresent { hat.disappear() } else { try? hat.reappear() }
+        case 1:
+            log.append("silent")
+            hat.receiver.inject(.silent)
+        case 2:
+            log.append("clear faults")
+            hat.receiver.clearFaults()
+        case 3:
+            log.append("reject configuration")
+            hat.receiver.inject(.rejectConfiguration)
+        case 4:
+            log.append("ignore configuration")
+            hat.receiver.inject(.ignoreConfiguration)
+        case 5:
+            log.append("garbage")
+            hat.receiver.inject(.garbage(Int.random(in: 1...3000, using: &random)))
+            hat.receiver.inject(.corruptFrames(Int.random(in: 0...5, using: &random)))
+        default:
+            // Only while off, so that the failing set is a power-on (a power-off that cannot
+            // drive the line could not switch anything off).
+            let state = rig.receiver.powerState
+            if tokens.isEmpty && streams.isEmpty && (state == .off || state == .failed), let line = rig.powerLine {
+                log.append("fail the next set of the enable line")
+                line.failNextSet(with: .failed(FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)))
+            }
+        }
+    }
+
+    /// Everybody leaves; once the linger (and any power-on in progress) is over, the power must
+    /// be off — on the fake line and in the simulated receiver.
+    mutating func quietCheck() async throws {
+        log.append("quiet check")
+        for token in tokens { token.cancel() }
+        for stream in streams { stream.cancel() }
+        tokens.removeAll()
+        streams.removeAll()
+        await rig.driver.advance(by: linger + longestStart)
+        let receiver = rig.receiver
+        // Nothing may need more time now: the stop, if any, is work in progress, not a wait.
+        let context = Comment(rawValue: "seed \(seed): " + log.joined(separator: "; "))
+        do {
+            try await rig.driver.run(limit: .zero) { await receiver.waitForPower { !$0.isPowered } }
+        } catch {
+            Issue.record(Comment(rawValue: "still \(receiver.powerState) after the linger: \(context.rawValue)"))
+        }
+        #expect(!rig.powerIsOn, context)
+        #expect(!rig.hat.receiver.mode.isNavigating, context)
+        #expect(rig.receiver.events.subscriberCount == 0, context)
+    }
+
+    /// The enable line is never switched on twice without an off between.
+    func checkLevels() {
+        guard let levels = rig.powerLine?.levels else { return }
+        for index in levels.indices.dropFirst() where levels[index] && levels[index - 1] {
+            Issue.record(Comment(rawValue: "seed \(seed): enable switched on twice: \(levels)"))
+            return
+        }
+    }
+}
+
+@Suite("Random schedules", .timeLimit(.minutes(10)))
+struct RandomScheduleTests {
+    @Test("1,000 seeded subscribe / cancel / fault schedules never leave the power on past the linger")
+    func schedules() async throws {
+        let seeds = Array(UInt64(1)...1000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = seeds.makeIterator()
+            for _ in 0..<4 {
+                guard let seed = next.next() else { break }
+                group.addTask { var schedule = try Schedule(seed: seed); try await schedule.run(steps: 24) }
+            }
+            while try await group.next() != nil {
+                guard let seed = next.next() else { continue }
+                group.addTask { var schedule = try Schedule(seed: seed); try await schedule.run(steps: 24) }
+            }
+        }
+    }
+}
