@@ -11,12 +11,14 @@ let usage = """
     usage: gnss-hat COMMAND [ARGUMENTS]
     commands:
       decode [--summary] FILE|-   decode a receiver capture into gpsd TPV/SKY JSON lines
+      watch [--board NAME] [--demo]   follow a receiver (power, fix, sky); --help for options
     """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "decode":
     exit(DecodeCommand.run(Array(arguments.dropFirst())))
+case "watch": exit(await WatchCommand.run(Array(arguments.dropFirst())))
 case "-h", "--help", "help":
     print(usage)
     exit(0)

@@ -1,0 +1,456 @@
+// gnss-hat watch: follow a receiver. On a terminal a compact view redrawn in place (power state,
+// fix, position, satellites, time since power-on); otherwise JSON lines (POWER, CLIENT, NOTICE,
+// ERROR objects and gpsd's TPV and SKY). `--demo` runs a scripted set of clients that come and
+// go, so the power is seen switching on and off. The full argument parser comes with the
+// command-line issue; these few options are parsed here.
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import FoundationEssentials
+import GNSSHat
+import GNSSProtocol
+import GPSD
+import Signals
+
+enum WatchCommand {
+    static let usage = """
+        usage: gnss-hat watch [--board NAME|PATH] [--linger SECONDS] [--duration SECONDS] [--demo]
+                              [--speed N] [--json] [--no-configure]
+          --board       a board name (see boards/) or a board file; default: simulator
+          --linger      seconds the receiver stays on after the last client leaves (default: the board's)
+          --duration    stop after this many seconds of receiver time (default: until interrupted)
+          --demo        scripted clients come and go: watch the power go on and off (about 105 s)
+          --speed       run a simulated board's clock N times faster than real time (default 1; 5 with --demo)
+          --json        JSON lines even on a terminal
+          --no-configure  leave the receiver's configuration alone (read-only)
+        """
+
+    struct Options {
+        var board = BoardCatalog.defaultBoardName
+        var linger: Duration?
+        var duration: Duration?
+        var demo = false
+        var speed: Double?
+        var json = false
+        var configure: Bool?
+    }
+
+    static func parse(_ arguments: [String]) -> Result<Options?, WatchError> {
+        var options = Options()
+        var index = 0
+        func value(_ name: String) -> Result<String, WatchError> {
+            index += 1
+            guard index < arguments.count else { return .failure(WatchError("\(name) needs a value")) }
+            return .success(arguments[index])
+        }
+        func seconds(_ name: String) -> Result<Duration, WatchError> {
+            value(name).flatMap { text in
+                guard let number = Double(text), number >= 0, number < 1e9 else {
+                    return .failure(WatchError("\(name): expected seconds, found '\(text)'"))
+                }
+                return .success(.nanoseconds(Int64(number * 1e9)))
+            }
+        }
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--board":
+                switch value("--board") {
+                case .success(let board): options.board = board
+                case .failure(let error): return .failure(error)
+                }
+            case "--linger":
+                switch seconds("--linger") {
+                case .success(let linger): options.linger = linger
+                case .failure(let error): return .failure(error)
+                }
+            case "--duration":
+                switch seconds("--duration") {
+                case .success(let duration): options.duration = duration
+                case .failure(let error): return .failure(error)
+                }
+            case "--speed":
+                switch value("--speed") {
+                case .success(let text):
+                    guard let speed = Double(text), speed >= 1, speed <= 1000 else {
+                        return .failure(WatchError("--speed: expected a number from 1 to 1000, found '\(text)'"))
+                    }
+                    options.speed = speed
+                case .failure(let error): return .failure(error)
+                }
+            case "--demo": options.demo = true
+            case "--json": options.json = true
+            case "--no-configure": options.configure = false
+            case "-h", "--help": return .success(nil)
+            case let other: return .failure(WatchError("unknown option '\(other)'"))
+            }
+            index += 1
+        }
+        return .success(options)
+    }
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        let options: Options
+        switch parse(arguments) {
+        case .success(let parsed?): options = parsed
+        case .success(nil):
+            print(usage)
+            return 0
+        case .failure(let error):
+            Terminal.write(2, "gnss-hat watch: \(error)\n\(usage)\n")
+            return 2
+        }
+        let board: Board
+        do {
+            board = try BoardCatalog.load(options.board)
+        } catch {
+            Terminal.write(2, "gnss-hat watch: \(error)\n")
+            return 1
+        }
+        let receiverOptions = ReceiverOptions(linger: options.linger, configure: options.configure)
+        let receiver: Receiver
+        var hat: SimulatedHat?
+        let clock: AcceleratedClock
+        do {
+            if case .simulator = board.link {
+                clock = AcceleratedClock(rate: options.speed ?? (options.demo ? 5 : 1))
+                // The simulated receiver tells the time of the day it runs in.
+                let now = GNSSTime(nanosecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1e9))
+                let simulated = try SimulatedHat(board: board, clock: clock,
+                                                 settings: SimulatedReceiver.Settings(board: board, startTime: now))
+                hat = simulated
+                receiver = Receiver(hat: simulated, options: receiverOptions)
+            } else {
+                clock = AcceleratedClock(rate: 1)
+                receiver = Receiver(board: board, options: receiverOptions, hardware: .system(), clock: clock)
+            }
+        } catch {
+            Terminal.write(2, "gnss-hat watch: \(error)\n")
+            return 1
+        }
+        let json = options.json || isatty(1) == 0
+        let session = WatchSession(receiver: receiver, board: board, clock: clock, json: json, demo: options.demo)
+        let status = await session.run(duration: options.duration ?? (options.demo ? .seconds(105) : nil))
+        await receiver.shutdown()
+        await hat?.shutdown()
+        return status
+    }
+}
+
+struct WatchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Writes to file descriptors without Foundation.
+enum Terminal {
+    static let lock = Lock(())
+
+    static func write(_ fd: Int32, _ text: String) {
+        lock.withLock { _ in
+            var bytes = Array(text.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let count = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress.map { $0 + offset }, $0.count - offset) }
+                if count > 0 {
+                    offset += count
+                } else if count < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+            bytes.removeAll()
+        }
+    }
+}
+
+/// What the watch shows, changed by the receiver's callbacks and read by the renderer.
+struct WatchState: Sendable {
+    var power: PowerState = .off
+    var poweredSince: Duration?
+    var fix: Fix?
+    var sky: SkyView?
+    var skyCount = 0
+    var clients: [String] = []
+    var notice: String?
+    var failure: String?
+    var failures = 0
+}
+
+/// One run of the watch: the clients (one, or the demo's script), the power observer, the output.
+final class WatchSession: Sendable {
+    let receiver: Receiver
+    let board: Board
+    let clock: AcceleratedClock
+    let json: Bool
+    let demo: Bool
+    let state = Lock(WatchState())
+    let tokens = Lock<[String: [SignalToken]]>([:])
+
+    init(receiver: Receiver, board: Board, clock: AcceleratedClock, json: Bool, demo: Bool) {
+        self.receiver = receiver
+        self.board = board
+        self.clock = clock
+        self.json = json
+        self.demo = demo
+    }
+
+    var now: Duration { clock.now.offset }
+
+    func seconds(_ duration: Duration) -> String {
+        let tenths = SimulatedSeconds.tenths(duration)
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+
+    func run(duration: Duration?) async -> Int32 {
+        let interrupted = Lock(false)
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT)
+        source.setEventHandler { interrupted.withLock { $0 = true } }
+        source.resume()
+        defer { source.cancel() }
+
+        let observer = Task { await observePower() }
+        if !json { Terminal.write(1, "\u{1B}[?25l") }
+        defer { if !json { Terminal.write(1, "\u{1B}[?25h") } }
+        let script = demo ? DemoScript.steps : [DemoScript.Step(at: .zero, client: "watch", join: true)]
+        var next = 0
+        var lines = 0
+        while true {
+            let elapsed = now
+            while next < script.count, script[next].at <= elapsed {
+                let step = script[next]
+                step.join ? join(step.client) : leave(step.client)
+                next += 1
+            }
+            if let duration, elapsed >= duration { break }
+            if interrupted.withLock({ $0 }) { break }
+            if !demo, state.withLock({ $0.failure != nil }) { break }
+            if !json { lines = render(replacing: lines) }
+            try? await Task.sleep(for: .milliseconds(json ? 100 : 250))
+        }
+        for client in tokens.withLock({ Array($0.keys) }) { leave(client) }
+        observer.cancel()
+        if !json {
+            _ = render(replacing: lines)
+            Terminal.write(1, "\n")
+        }
+        if !demo, let failure = state.withLock({ $0.failure }) {
+            Terminal.write(2, "gnss-hat watch: \(failure)\n")
+            return 1
+        }
+        return 0
+    }
+
+    // MARK: Clients
+
+    func join(_ client: String) {
+        if json && demo { emit(["class": .text("CLIENT"), "client": .text(client), "action": .text("join")]) }
+        let failed: @Sendable (SignalCompletion) -> Void = { [self] completion in
+            guard case .failure(let error) = completion else { return }
+            state.withLock { state in
+                state.failure = "\(error)"
+                state.failures += 1
+                state.clients.removeAll { $0 == client }
+            }
+            if json { emit(["class": .text("ERROR"), "client": .text(client), "message": .text("\(error)")]) }
+        }
+        let fixes = receiver.fixes.subscribe(onValue: { [self] fix in
+            state.withLock { $0.fix = fix }
+            if json { Terminal.write(1, jsonLine(GPSDReport.tpv(fix, device: board.name))) }
+        }, onCompletion: failed)
+        let sky = receiver.sky.subscribe(onValue: { [self] sky in
+            // SKY lines are long: one when the counts change, else every tenth epoch.
+            let report = state.withLock { state -> Bool in
+                let changed = state.sky.map {
+                    $0.satellitesVisible != sky.satellitesVisible || $0.satellitesUsed != sky.satellitesUsed
+                } ?? true
+                state.sky = sky
+                state.skyCount += 1
+                return changed || state.skyCount % 10 == 0
+            }
+            if json && report { Terminal.write(1, jsonLine(GPSDReport.sky(sky, device: board.name))) }
+        }, onCompletion: failed)
+        let notices = receiver.events.subscribe(onValue: { [self] event in
+            guard case .notice(let text) = event else { return }
+            state.withLock { $0.notice = text }
+            if json { emit(["class": .text("NOTICE"), "message": .text(text)]) }
+        }, onCompletion: failed)
+        tokens.withLock { $0[client] = [fixes, sky, notices] }
+        state.withLock { state in
+            if !state.clients.contains(client) { state.clients.append(client) }
+        }
+    }
+
+    func leave(_ client: String) {
+        let removed = tokens.withLock { $0.removeValue(forKey: client) }
+        for token in removed ?? [] { token.cancel() }
+        state.withLock { $0.clients.removeAll { $0 == client } }
+        if json && demo && removed != nil {
+            emit(["class": .text("CLIENT"), "client": .text(client), "action": .text("leave")])
+        }
+    }
+
+    func observePower() async {
+        for await power in receiver.powerStates() {
+            let now = now
+            state.withLock { state in
+                if power == .poweringOn { state.poweredSince = now }
+                if !power.isPowered { state.poweredSince = nil }
+                state.power = power
+            }
+            if json {
+                var fields: [String: JSONField] = ["class": .text("POWER"), "state": .text(power.description)]
+                fields["time"] = .number(SimulatedSeconds.value(now))
+                emit(fields)
+            }
+        }
+    }
+
+    // MARK: Output
+
+    enum JSONField {
+        case text(String)
+        case number(Double)
+    }
+
+    func emit(_ fields: [String: JSONField]) {
+        let order = ["class", "client", "action", "state", "time", "message"]
+        let keys = fields.keys.sorted { (order.firstIndex(of: $0) ?? 99, $0) < (order.firstIndex(of: $1) ?? 99, $1) }
+        let body = keys.map { key -> String in
+            switch fields[key]! {
+            case .text(let text): "\"\(key)\":\"\(Self.escape(text))\""
+            case .number(let number): "\"\(key)\":\(SimulatedSeconds.format(number))"
+            }
+        }
+        Terminal.write(1, "{" + body.joined(separator: ",") + "}\n")
+    }
+
+    static func escape(_ text: String) -> String {
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            case "\t": escaped += "\\t"
+            case let control where control.value < 0x20:
+                escaped += "\\u00" + (control.value < 0x10 ? "0" : "") + String(control.value, radix: 16)
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
+
+    /// gpsd ends its lines with CR LF; JSON lines end with LF.
+    func jsonLine(_ report: String) -> String {
+        var line = report
+        while line.last == "\n" || line.last == "\r" || line.last == "\r\n" { line.removeLast() }
+        return line + "\n"
+    }
+
+    /// Draws the view over the previous one (`replacing` lines), returns its line count.
+    func render(replacing previous: Int) -> Int {
+        let snapshot = state.withLock { $0 }
+        let statistics = receiver.statistics
+        let now = now
+        var lines: [String] = []
+        lines.append("gnss-hat watch  \(board.name): \(board.title)   t=\(seconds(now))"
+            + (clock.rate > 1 ? " (x\(SimulatedSeconds.format(clock.rate)))" : ""))
+        var power = "power    \(snapshot.power)"
+        if let since = snapshot.poweredSince { power += " for \(seconds(now - since))" }
+        power += "   power-ons \(statistics.powerOns), on \(seconds(statistics.timePowered)) in all"
+        if let ttff = statistics.lastTimeToFirstFix { power += ", last TTFF \(seconds(ttff))" }
+        lines.append(power)
+        lines.append("fix      " + describe(snapshot.fix))
+        if let sky = snapshot.sky {
+            lines.append("sky      \(sky.satellitesVisible) in view, \(sky.satellitesUsed) used")
+        } else {
+            lines.append("sky      -")
+        }
+        lines.append("clients  " + (snapshot.clients.isEmpty ? "none" : snapshot.clients.joined(separator: ", ")))
+        if let failure = snapshot.failure { lines.append("error    \(failure)") }
+        if let notice = snapshot.notice { lines.append("notice   \(notice)") }
+        var output = previous > 0 ? "\u{1B}[\(previous)A" : ""
+        for line in lines { output += "\r\u{1B}[2K" + line + "\n" }
+        // Lines left over from a longer previous view are cleared.
+        if previous > lines.count {
+            for _ in lines.count..<previous { output += "\r\u{1B}[2K\n" }
+            output += "\u{1B}[\(previous - lines.count)A"
+        }
+        Terminal.write(1, output)
+        return lines.count
+    }
+
+    func describe(_ fix: Fix?) -> String {
+        guard let fix else { return "-" }
+        let mode = switch fix.mode {
+        case .threeD: "3D"
+        case .twoD: "2D"
+        case .noFix: "no fix"
+        case .unknown: "unknown"
+        }
+        var text = mode
+        if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+            text += "  " + SimulatedSeconds.coordinate(latitude, positive: "N", negative: "S")
+                + "  " + SimulatedSeconds.coordinate(longitude, positive: "E", negative: "W")
+            if let altitude = fix.altitudeMSL { text += "  \(SimulatedSeconds.format(altitude)) m" }
+            if let speed = fix.speed { text += "  \(SimulatedSeconds.format(speed)) m/s" }
+        }
+        if let time = fix.time { text += "  \(time)" }
+        return text
+    }
+}
+
+/// The demo's clients, in receiver time: a cold start, a second client sharing the session,
+/// both leaving (linger, then off), a later client (a hot start), and off again.
+enum DemoScript {
+    struct Step {
+        var at: Duration
+        var client: String
+        var join: Bool
+    }
+
+    static let steps: [Step] = [
+        Step(at: .seconds(0), client: "A", join: true),
+        Step(at: .seconds(35), client: "B", join: true),
+        Step(at: .seconds(45), client: "A", join: false),
+        Step(at: .seconds(55), client: "B", join: false),
+        Step(at: .seconds(75), client: "C", join: true),
+        Step(at: .seconds(90), client: "C", join: false),
+    ]
+}
+
+/// Number formatting without Foundation's formatters.
+enum SimulatedSeconds {
+    static func tenths(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 10 + attoseconds / 100_000_000_000_000_000
+    }
+
+    static func value(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// One decimal (two below 10).
+    static func format(_ value: Double) -> String {
+        let decimals = abs(value) < 10 ? 2 : 1
+        let scale = decimals == 2 ? 100.0 : 10.0
+        let scaled = Int64((abs(value) * scale).rounded())
+        let whole = scaled / Int64(scale)
+        var fraction = String(scaled % Int64(scale))
+        while fraction.count < decimals { fraction = "0" + fraction }
+        return (value < 0 && scaled != 0 ? "-" : "") + "\(whole).\(fraction)"
+    }
+
+    /// Degrees with six decimals and a hemisphere letter.
+    static func coordinate(_ degrees: Double, positive: String, negative: String) -> String {
+        let micro = Int64((abs(degrees) * 1_000_000).rounded())
+        var fraction = String(micro % 1_000_000)
+        while fraction.count < 6 { fraction = "0" + fraction }
+        return "\(micro / 1_000_000).\(fraction) " + (degrees < 0 ? negative : positive)
+    }
+}
