@@ -55,7 +55,7 @@ public final class HatDriver: Sendable {
     private func move(to instant: ManualClock.Instant) async {
         clock.advance(to: instant)
         hat.receiver.tick()
-        for _ in 0..<4 { await Task.yield() }
+        for _ in 0..<16 { await Task.yield() }
     }
 
     /// Moves time forward by `duration`, stopping at every deadline on the way.
