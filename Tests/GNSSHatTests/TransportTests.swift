@@ -1,0 +1,134 @@
+@testable import GNSSHat
+import GNSSHatTesting
+import GNSSProtocol
+import PiHardware
+import Signals
+import Testing
+
+/// Bytes a transport delivered, and the failure it reported.
+final class Delivered: Sendable {
+    private let state = Lock<(bytes: [UInt8], failure: String?)>(([], nil))
+    var bytes: [UInt8] { state.withLock { $0.bytes } }
+    var failure: String? { state.withLock { $0.failure } }
+    func add(_ bytes: [UInt8]) { state.withLock { $0.bytes += bytes } }
+    func fail(_ error: any Error) { state.withLock { $0.failure = "\(error)" } }
+    /// The bytes so far, forgetting them.
+    func take() -> [UInt8] {
+        state.withLock { state in
+            defer { state.bytes.removeAll() }
+            return state.bytes
+        }
+    }
+}
+
+@Suite("Transports")
+struct TransportTests {
+    @Test("DDC polling: a quarter of the navigation period while bytes come, backing off when quiet")
+    func pollSchedule() {
+        var schedule = DDCPollSchedule(period: .seconds(1))
+        #expect(schedule.fastest == .milliseconds(250))
+        #expect(schedule.next(received: 300, limit: 1024) == .milliseconds(250))
+        #expect(schedule.next(received: 1024, limit: 1024) == .zero, "a full chunk: read on at once")
+        var pauses: [Duration] = []
+        for _ in 0..<14 { pauses.append(schedule.next(received: 0, limit: 1024)) }
+        #expect(pauses.prefix(7).allSatisfy { $0 == .milliseconds(250) }, "quiet for less than two periods")
+        #expect(pauses[8] > pauses[7])
+        #expect(pauses.last == schedule.slowest)
+        #expect(schedule.slowest == .seconds(4))
+        #expect(schedule.next(received: 10, limit: 1024) == .milliseconds(250), "bytes again: fast again")
+        #expect(DDCPollSchedule(period: .milliseconds(25)).fastest == .milliseconds(10))
+    }
+
+    @Test("DDC transport: polls on the clock, delivers what the port holds, stops entirely when closed")
+    func ddcTransport() async throws {
+        let clock = ManualClock()
+        let bus = FakeUBloxI2C()
+        let transport = DDCTransport(port: UBloxDDC(bus: bus), period: .seconds(1), clock: ReceiverClock(clock))
+        let delivered = Delivered()
+        let frame = UBX.poll(.navPVT)
+        bus.enqueue(frame)
+        transport.start(onBytes: { delivered.add($0) }, onFailure: { delivered.fail($0) })
+        await clock.waitForSleepers(1)
+        #expect(delivered.bytes == frame)
+        #expect(transport.pollInterval == .milliseconds(250))
+        // Glitches cost nothing: a count with bit 15 set, a bogus count, an idle bus.
+        bus.inject(.countBit15)
+        bus.enqueue(frame)
+        clock.advance(by: .milliseconds(250))
+        await clock.waitForSleepers(1)
+        #expect(delivered.bytes == frame + frame)
+        for _ in 0..<12 {
+            let next = try #require(clock.nextDeadline)
+            clock.advance(to: next)
+            await clock.waitForSleepers(1)
+        }
+        #expect(transport.pollInterval > .milliseconds(250), "quiet: polling backs off")
+        try await transport.send(UBX.poll(.monVER))
+        #expect(bus.received.last == UBX.poll(.monVER))
+        await transport.close()
+        let transfers = bus.transfers.count
+        clock.advance(by: .seconds(3600))
+        #expect(bus.transfers.count == transfers, "no polling while off")
+        #expect(delivered.failure == nil)
+    }
+
+    @Test("DDC transport: a few failed transfers are retried, more fail the session")
+    func ddcFailures() async throws {
+        let clock = ManualClock()
+        let bus = FakeUBloxI2C()
+        let transport = DDCTransport(port: UBloxDDC(bus: bus), period: .seconds(1), clock: ReceiverClock(clock))
+        let delivered = Delivered()
+        bus.inject(.fail(.remoteIO))
+        transport.start(onBytes: { delivered.add($0) }, onFailure: { delivered.fail($0) })
+        await clock.waitForSleepers(1)
+        #expect(delivered.failure == nil)
+        for _ in 0..<(DDCTransport.failuresTolerated + 1) { bus.inject(.fail(.remoteIO)) }
+        for _ in 0...DDCTransport.failuresTolerated {
+            guard let next = clock.nextDeadline else { break }
+            clock.advance(to: next)
+            if delivered.failure != nil { break }
+            await clock.waitForSleepers(1)
+        }
+        await transport.close()
+        #expect(delivered.failure?.contains("EREMOTEIO") == true)
+    }
+
+    @Test("UART transport over a fake link: reads in a loop, writes, closes the link")
+    func uartTransport() async throws {
+        let link = FakeByteLink()
+        let serial = FakeSerial(link: link)
+        let transport = UARTTransport(link: serial, name: link.name)
+        let delivered = Delivered()
+        link.feed([1, 2, 3])
+        transport.start(onBytes: { delivered.add($0) }, onFailure: { delivered.fail($0) })
+        try await transport.send([9, 9])
+        #expect(link.written == [[9, 9]])
+        link.hangUp()
+        await transport.close()
+        #expect(link.isClosed)
+        #expect(delivered.bytes == [1, 2, 3] || delivered.failure != nil)
+    }
+
+    @Test("the configuration keys for I2C and UART1 (pyubx2's configuration database)")
+    func valsetKeys() {
+        let uart = Configurator.valsetItems(period: .milliseconds(200), i2c: false)
+        #expect(uart.map(\.key) == [0x3021_0001, 0x2091_0007, 0x2091_0016, 0x2091_005C])
+        #expect(uart[0].value == 200)
+        let i2c = Configurator.valsetItems(period: .seconds(1), i2c: true)
+        #expect(i2c.map(\.key) == [0x3021_0001, 0x2091_0006, 0x2091_0015, 0x2091_005B])
+        #expect(i2c.allSatisfy { UBXConfigItem.valueSize(key: $0.key) != nil })
+    }
+}
+
+/// A FakeByteLink as a serial link (speed changes recorded).
+final class FakeSerial: SerialLink {
+    let link: FakeByteLink
+    let speeds = Lock<[Int]>([])
+    init(link: FakeByteLink) { self.link = link }
+    var name: String { link.name }
+    func read(maxCount: Int, timeout: Duration) throws -> [UInt8] { try link.read(maxCount: maxCount, timeout: timeout) }
+    func write(_ bytes: [UInt8]) throws { try link.write(bytes) }
+    func close() { link.close() }
+    func setSpeed(_ speed: Int) throws { speeds.withLock { $0.append(speed) } }
+    func discardInput() throws {}
+}
