@@ -128,10 +128,13 @@ struct JSONParser {
             let keyStart = (line: line, column: column)
             let key = try parseString()
             if members.contains(where: { $0.key == key }) {
-                throw JSONSyntaxError(line: keyStart.line, column: keyStart.column, problem: "field \"\(key)\" appears twice")
+                throw JSONSyntaxError(line: keyStart.line, column: keyStart.column,
+                                      problem: "field \"\(key)\" appears twice")
             }
             skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':' after \"\(key)\"") }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                throw error("expected ':' after \"\(key)\"")
+            }
             index += 1
             skipSpace()
             members.append((key, try parseValue()))
@@ -213,7 +216,8 @@ struct JSONParser {
                 var code = try parseHex4()
                 if (0xD800..<0xDC00).contains(code) {
                     // A high surrogate must be followed by an escaped low surrogate.
-                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                    guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                        bytes[index + 1] == UInt8(ascii: "u")
                     else { throw error("unpaired surrogate in \\u escape") }
                     index += 2
                     let low = try parseHex4()
@@ -258,14 +262,18 @@ struct JSONParser {
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         let integerStart = index
         guard digits() > 0 else { throw error("a number needs digits") }
-        if bytes[integerStart] == UInt8(ascii: "0"), index - integerStart > 1 { throw error("a number cannot start with 0") }
+        if bytes[integerStart] == UInt8(ascii: "0"), index - integerStart > 1 {
+            throw error("a number cannot start with 0")
+        }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
             guard digits() > 0 else { throw error("a number needs digits after '.'") }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard digits() > 0 else { throw error("a number needs digits in its exponent") }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)

@@ -251,7 +251,8 @@ enum BoardSchema {
         default: number = nil
         }
         guard let number, (0x08...0x77).contains(number) else {
-            throw reader.error("address", "expected a 7-bit address like \"0x42\" (0x08 to 0x77), found \(value.typeName)")
+            throw reader.error(
+                "address", "expected a 7-bit address like \"0x42\" (0x08 to 0x77), found \(value.typeName)")
         }
         return UInt16(number)
     }
@@ -314,7 +315,9 @@ enum BoardSchema {
     }
 
     static func power(_ reader: inout FieldReader) throws(BoardError) -> Board.Power {
-        guard let names = try reader.strings("strategies") else { throw reader.error("strategies", "missing (required)") }
+        guard let names = try reader.strings("strategies") else {
+            throw reader.error("strategies", "missing (required)")
+        }
         var strategies: [Board.PowerStrategy] = []
         for (index, name) in names.enumerated() {
             let field = "strategies[\(index)]"
@@ -395,14 +398,15 @@ enum BoardSchema {
             case .forceOnPulse:
                 if board.gpio.forceOn == nil { throw fail("needs gpio.forceOn") }
             case .ubloxBackup:
-                if !board.chip.family.isUBlox { throw fail("needs a u-blox chip (chip.family is \(board.chip.family))") }
+                if !board.chip.family.isUBlox { throw fail("needs a u-blox chip (chip.family: \(board.chip.family))") }
                 if case .i2c = board.link, board.gpio.extint == nil {
-                    throw fail("needs a wake-up source: a UART link or gpio.extint (I2C traffic does not wake a u-blox)")
+                    throw fail(
+                        "needs a wake-up source: a UART link or gpio.extint (I2C traffic does not wake a u-blox)")
                 }
             case .ubloxGNSSStop:
-                if !board.chip.family.isUBlox { throw fail("needs a u-blox chip (chip.family is \(board.chip.family))") }
+                if !board.chip.family.isUBlox { throw fail("needs a u-blox chip (chip.family: \(board.chip.family))") }
             case .mtkStandby:
-                if board.chip.family != .mtk { throw fail("needs an MTK chip (chip.family is \(board.chip.family))") }
+                if board.chip.family != .mtk { throw fail("needs an MTK chip (chip.family: \(board.chip.family))") }
                 if case .i2c = board.link { throw fail("needs a UART link (any UART byte wakes an MTK)") }
             }
         }

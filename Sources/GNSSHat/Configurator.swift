@@ -26,7 +26,7 @@ struct Configurator {
 
     /// The configuration keys of the messages to enable, for the port in use.
     static func valsetItems(period: Duration, i2c: Bool) -> [UBXConfigItem] {
-        let milliseconds = UInt64(period.components.seconds * 1000 + period.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = UInt64(clamping: SimulationMath.milliseconds(period))
         return [
             UBXConfigItem(key: UBXConfigItem.rateMeas, value: milliseconds),
             // CFG-MSGOUT-UBX_NAV_PVT, _NAV_SAT, _NAV_TIMEUTC on I2C or UART1 (checked against
@@ -52,8 +52,7 @@ struct Configurator {
             let valset = UBXCfgValSet(layers: .ram, items: Self.valsetItems(period: session.period, i2c: i2c))
             try await command(valset.frame, named: "CFG-VALSET", acknowledging: .cfgVALSET)
         } else {
-            let milliseconds = session.period.components.seconds * 1000
-                + session.period.components.attoseconds / 1_000_000_000_000_000
+            let milliseconds = SimulationMath.milliseconds(session.period)
             let rate = UBXCfgRate(measRate: UInt16(clamping: milliseconds), navRate: 1, timeRef: 1)
             try await command(rate.frame, named: "CFG-RATE", acknowledging: .cfgRATE)
             for message in [UBX.MessageID.navPVT, .navSAT, .navTimeUTC] {
@@ -95,8 +94,7 @@ struct Configurator {
     func configureMTK() async throws {
         try await mtkCommand(PMTK.setOutput(PMTK.SentenceRates(gll: 0, rmc: 1, vtg: 1, gga: 1, gsa: 1, gsv: 1)),
                              number: 314)
-        let milliseconds = session.period.components.seconds * 1000
-            + session.period.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = SimulationMath.milliseconds(session.period)
         try await mtkCommand(PMTK.fixInterval(milliseconds: Int(milliseconds)), number: 220)
     }
 
@@ -108,8 +106,8 @@ struct Configurator {
         }
         if case .nmea(.pmtk(.ack(_, let flag))) = reply, flag != 3 {
             let meaning = ["invalid command", "unsupported command", "action failed"]
-            throw ReceiverError.configurationRejected(
-                command: "PMTK\(number)", detail: "PMTK001 flag \(flag)" + ((0..<3).contains(flag) ? ": \(meaning[flag])" : ""))
+            let detail = "PMTK001 flag \(flag)" + ((0..<3).contains(flag) ? ": \(meaning[flag])" : "")
+            throw ReceiverError.configurationRejected(command: "PMTK\(number)", detail: detail)
         }
     }
 }

@@ -240,7 +240,8 @@ final class HardwareSession: Sendable {
         case .i2c: (configured, detect) = (0, false)
         }
         guard detect, let uart = transport as? UARTTransport else {
-            throw ReceiverError.noResponse(device: transport.name, waited: timeout, speedsTried: configured > 0 ? [configured] : [])
+            throw ReceiverError.noResponse(
+                device: transport.name, waited: timeout, speedsTried: configured > 0 ? [configured] : [])
         }
         var tried = [configured]
         let window = max(period + .milliseconds(500), .milliseconds(1500))
@@ -271,7 +272,8 @@ final class HardwareSession: Sendable {
         let now = clock.now()
         var messages: [Message] = []
         var epochs: [Epoch] = []
-        let (emitter, ready) = state.withLock { state -> (SignalEmitter<ReceiverEvent>?, [CheckedContinuation<Void, Never>]) in
+        typealias Outcome = (SignalEmitter<ReceiverEvent>?, [CheckedContinuation<Void, Never>])
+        let (emitter, ready) = state.withLock { state -> Outcome in
             let errors = state.decoder.consume(bytes, messages: &messages, epochs: &epochs)
             state.statistics.bytesReceived += bytes.count
             state.statistics.messages += messages.count
@@ -306,7 +308,8 @@ final class HardwareSession: Sendable {
 
     private func linkFailed(_ error: any Error, device: String) {
         let fault = Self.fault(error, device: device)
-        let failure: ReceiverError = fault.deviceIsGone ? .deviceGone(device: device, fault) : .link(device: device, fault)
+        let failure: ReceiverError =
+            fault.deviceIsGone ? .deviceGone(device: device, fault) : .link(device: device, fault)
         let emitter = state.withLock { $0.emitter }
         updateStatistics { statistics in
             statistics.sessionFailures += 1

@@ -40,7 +40,8 @@ final class PowerLines: Sendable {
         for role in LineRole.allCases {
             guard let line = line(for: role), outputs.withLock({ $0[role] == nil }) else { continue }
             do {
-                let output = try gpio.output(board.gpio.address(line), initiallyActive: false, activeLow: line.activeLow)
+                let output = try gpio.output(
+                    board.gpio.address(line), initiallyActive: false, activeLow: line.activeLow)
                 outputs.withLock { $0[role] = output }
             } catch let error as GPIOError {
                 throw .gpio(role: role.description, error)

@@ -151,7 +151,9 @@ enum Terminal {
             var bytes = Array(text.utf8)
             var offset = 0
             while offset < bytes.count {
-                let count = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress.map { $0 + offset }, $0.count - offset) }
+                let count = bytes.withUnsafeMutableBytes { buffer in
+                    Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                }
                 if count > 0 {
                     offset += count
                 } else if count < 0 && errno == EINTR {

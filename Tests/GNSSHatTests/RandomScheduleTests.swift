@@ -107,7 +107,8 @@ struct Schedule {
             let state = rig.receiver.powerState
             if tokens.isEmpty && streams.isEmpty && (state == .off || state == .failed), let line = rig.powerLine {
                 log.append("fail the next set of the enable line")
-                line.failNextSet(with: .failed(FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)))
+                let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
+                line.failNextSet(with: .failed(call))
             }
         }
     }

@@ -365,7 +365,8 @@ struct ReceiverConfigurationTests {
         first.cancel()
         try await rig.runUntil { $0 == .off }
         let line = try #require(rig.powerLine)
-        line.failNextSet(with: .vanished(FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .noSuchDevice)))
+        let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .noSuchDevice)
+        line.failNextSet(with: .vanished(call))
         let second = rig.receiver.fixes.subscribe()
         let error = try await rig.driver.run { await firstError(second) }
         guard case .gpio(let role, .vanished)? = error as? ReceiverError else {

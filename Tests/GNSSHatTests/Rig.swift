@@ -19,7 +19,8 @@ struct Rig {
     }
 
     init(
-        board: Board? = nil, connection: SimulatedHat.Connection = .pseudoTerminal, options: ReceiverOptions = ReceiverOptions(),
+        board: Board? = nil, connection: SimulatedHat.Connection = .pseudoTerminal,
+        options: ReceiverOptions = ReceiverOptions(),
         settings: ((inout SimulatedReceiver.Settings) -> Void)? = nil
     ) throws {
         let board = try board ?? Self.simulatorBoard()

@@ -12,9 +12,11 @@ final class ModelBench: Sendable {
     let receiver: SimulatedReceiver
     private let output = Delivered()
 
-    init(_ dialect: SimulatedReceiver.Dialect, simulation: Board.Simulation = Board.Simulation(coldStart: .seconds(26))) {
-        receiver = SimulatedReceiver(
-            settings: SimulatedReceiver.Settings(dialect: dialect, simulation: simulation), clock: clock, timing: .driven)
+    init(
+        _ dialect: SimulatedReceiver.Dialect, simulation: Board.Simulation = Board.Simulation(coldStart: .seconds(26))
+    ) {
+        let settings = SimulatedReceiver.Settings(dialect: dialect, simulation: simulation)
+        receiver = SimulatedReceiver(settings: settings, clock: clock, timing: .driven)
         receiver.connect { [output] bytes in output.add(bytes) }
     }
 
@@ -99,7 +101,9 @@ struct SimulatedReceiverTests {
         #expect(version.first?.protocolVersion == 27.31)
         let valset = UBXCfgValSet(items: Configurator.valsetItems(period: .milliseconds(500), i2c: false))
         bench.send(valset.frame)
-        #expect(bench.take().messages.contains { if case .ubx(.ack(let ack)) = $0 { ack.acknowledged == .cfgVALSET } else { false } })
+        #expect(bench.take().messages.contains {
+            if case .ubx(.ack(let ack)) = $0 { ack.acknowledged == .cfgVALSET } else { false }
+        })
         #expect(bench.receiver.period == .milliseconds(500))
         #expect(bench.receiver.sendsNavPVT)
         bench.send(UBX.frame(UBX.MessageID(0x06, 0x3E), payload: [0, 0, 0, 0]))
@@ -186,7 +190,8 @@ struct SimulatedReceiverTests {
     @Test("power cut: hot with a backup supply, cold without")
     func backupSupply() {
         for supply in [true, false] {
-            let bench = ModelBench(Self.ublox, simulation: Board.Simulation(coldStart: .seconds(26), backupSupply: supply))
+            let simulation = Board.Simulation(coldStart: .seconds(26), backupSupply: supply)
+            let bench = ModelBench(Self.ublox, simulation: simulation)
             bench.receiver.setMainPower(true)
             bench.advance(by: .seconds(30))
             bench.receiver.setMainPower(false)

@@ -126,7 +126,9 @@ final class FakeSerial: SerialLink {
     let speeds = Lock<[Int]>([])
     init(link: FakeByteLink) { self.link = link }
     var name: String { link.name }
-    func read(maxCount: Int, timeout: Duration) throws -> [UInt8] { try link.read(maxCount: maxCount, timeout: timeout) }
+    func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
+        try link.read(maxCount: maxCount, timeout: timeout)
+    }
     func write(_ bytes: [UInt8]) throws { try link.write(bytes) }
     func close() { link.close() }
     func setSpeed(_ speed: Int) throws { speeds.withLock { $0.append(speed) } }
