@@ -183,12 +183,11 @@ final class HardwareSession: Sendable {
             }
             startPPS(emitter)
         } catch {
-            let failure = (error as? ReceiverError).map { $0 as any Error } ?? error
             updateStatistics { statistics in
                 statistics.failedPowerOns += 1
-                statistics.lastFailure = "\(failure)"
+                statistics.lastFailure = "\(error)"
             }
-            throw failure
+            throw error
         }
     }
 

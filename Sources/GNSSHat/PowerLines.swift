@@ -98,6 +98,10 @@ final class PowerLines: Sendable {
         for line in released {
             (line as? GPIOOutputLine)?.release()
         }
-        ppsSource.withLock { $0 = nil }
+        let pps = ppsSource.withLock { source -> (any EdgeEventSource)? in
+            defer { source = nil }
+            return source
+        }
+        (pps as? GPIOInputLine)?.release()
     }
 }

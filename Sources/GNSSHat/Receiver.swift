@@ -108,6 +108,16 @@ public final class Receiver: Sendable {
         }
     }
 
+    /// The device the receiver is read from: the UART's path, the I2C bus's, or the simulated
+    /// hat's pseudo-terminal.
+    public var devicePath: String {
+        switch board.link {
+        case .uart(let uart): uart.path
+        case .i2c(let i2c): i2c.path
+        case .simulator: simulator?.devicePath ?? "simulator"
+        }
+    }
+
     /// The power state now.
     public var powerState: PowerState { PowerState(events.state) }
 

@@ -1,3 +1,4 @@
+import Foundation
 import GNSSHat
 import GNSSHatTesting
 import GNSSProtocol
@@ -382,6 +383,26 @@ struct ReceiverConfigurationTests {
         #expect(rig.powerIsOn)
         let enable = rig.board.gpio.address(try #require(rig.board.gpio.enable))
         #expect(rig.gpio.requests.filter { $0 == enable }.count == 2)
+        await rig.shutdown()
+    }
+}
+
+@Suite("Replaying a capture", .timeLimit(.minutes(2)))
+struct ReplayTests {
+    @Test("a u-blox 8 capture from gpsd's regression tests, played back through the receiver")
+    func replay() async throws {
+        let path = packageRoot + "/Tests/Fixtures/corpus/gpsd/ublox-8.log"
+        let capture = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var board = try Rig.simulatorBoard()
+        board.chip = Board.Chip(family: .ubloxGen8, model: "NEO-M8")
+        let options = ReceiverOptions(configure: false)
+        let rig = try Rig(board: board, connection: .inProcess, options: options) { settings in
+            settings.replay = SimulatedReceiver.Replay(bytes: capture, bytesPerSecond: 11_520)
+        }
+        let fixes = rig.receiver.fixes.subscribe()
+        let fix = try await rig.firstPosition(fixes)
+        #expect(fix.hasPosition)
+        #expect(rig.hat.receiver.fixesSent == 0, "the fixes come from the capture, not the trajectory")
         await rig.shutdown()
     }
 }

@@ -82,6 +82,19 @@ public final class SimulatedReceiver: Sendable {
         case driven
     }
 
+    /// A capture played back instead of the scripted trajectory.
+    public struct Replay: Sendable {
+        /// The captured bytes (NMEA, UBX, RTCM 3 as the receiver sent them); played in a loop.
+        public var bytes: [UInt8]
+        /// How fast: the line's speed in bytes per second (960 for 9600 baud), or faster.
+        public var bytesPerSecond: Int
+
+        public init(bytes: [UInt8], bytesPerSecond: Int = 960) {
+            self.bytes = bytes
+            self.bytesPerSecond = max(bytesPerSecond, 1)
+        }
+    }
+
     /// The simulation's settings.
     public struct Settings: Sendable {
         public var dialect: Dialect
@@ -96,11 +109,13 @@ public final class SimulatedReceiver: Sendable {
         public var model: String
         /// Seeds the noise of `garbage` faults.
         public var seed: UInt64
+        /// A capture to play back instead of the scripted trajectory (nil: the trajectory).
+        public var replay: Replay?
 
         public init(
             dialect: Dialect, simulation: Board.Simulation = Board.Simulation(), period: Duration = .seconds(1),
             startTime: GNSSTime = SimulatedReceiver.defaultStartTime, ephemerisLifetime: Duration = .seconds(4 * 3600),
-            model: String = "ZED-F9P", seed: UInt64 = 1
+            model: String = "ZED-F9P", seed: UInt64 = 1, replay: Replay? = nil
         ) {
             self.dialect = dialect
             self.simulation = simulation
@@ -109,6 +124,7 @@ public final class SimulatedReceiver: Sendable {
             self.ephemerisLifetime = ephemerisLifetime
             self.model = model
             self.seed = seed
+            self.replay = replay
         }
 
         /// The settings a board describes (its chip, its simulation section).
@@ -324,6 +340,7 @@ struct Model: Sendable {
     var fixesSent = 0
     var commands: [String] = []
     var ppsSequence: UInt64 = 0
+    var replayOffset = 0
 
     init(settings: SimulatedReceiver.Settings) {
         self.settings = settings
@@ -540,6 +557,20 @@ struct Model: Sendable {
     }
 
     mutating func sendEpoch(at epoch: Duration, output: inout Output) {
+        if let replay = settings.replay, !replay.bytes.isEmpty {
+            // A period's worth of the capture at its line speed, in a loop.
+            let count = max(1, Int(Double(replay.bytesPerSecond) * SimulationMath.seconds(period)))
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(count)
+            while chunk.count < count {
+                let take = min(count - chunk.count, replay.bytes.count - replayOffset)
+                chunk += replay.bytes[replayOffset..<(replayOffset + take)]
+                replayOffset = (replayOffset + take) % replay.bytes.count
+            }
+            send(chunk, now: epoch, output: &output)
+            epochsSent += 1
+            return
+        }
         let fixed = fixAt.map { epoch >= $0 } ?? false
         if fixed, mode == .acquiring { enter(.tracking, now: epoch) }
         if fixed { ephemerisUntil = epoch + settings.ephemerisLifetime }
