@@ -5,6 +5,10 @@
 #include <sys/ioctl.h>
 #include <linux/i2c.h>
 #include <linux/i2c-dev.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 // Swift reads these structs through the imported headers; the asserts pin the layouts the
 // kernel ABI (x86-64, arm64, armhf) expects, so a header mix-up fails the build, not a transfer.
@@ -14,6 +18,9 @@ _Static_assert(sizeof(struct pps_fdata) == 64, "pps_fdata is 64 bytes");
 _Static_assert(sizeof(struct pps_kparams) == 40, "pps_kparams is 40 bytes");
 _Static_assert(sizeof(((struct i2c_msg *)0)->len) == 2, "i2c_msg.len is a __u16");
 _Static_assert(I2C_M_RD == 1, "I2C_M_RD is 1");
+// chrony reads exactly sizeof(struct sock_sample): 40 bytes where timeval is 16 (64-bit time_t).
+_Static_assert(sizeof(struct timeval) != 16 || sizeof(struct cshim_chrony_sample) == 40,
+               "chrony sock_sample is 40 bytes with a 16-byte timeval");
 
 int cshim_ioctl_ptr(int fd, unsigned long request, void *arg) {
     return ioctl(fd, request, arg);
@@ -35,3 +42,43 @@ unsigned long cshim_request_PPS_GETPARAMS(void) { return PPS_GETPARAMS; }
 unsigned long cshim_request_PPS_SETPARAMS(void) { return PPS_SETPARAMS; }
 unsigned long cshim_request_PPS_GETCAP(void) { return PPS_GETCAP; }
 unsigned long cshim_request_PPS_FETCH(void) { return PPS_FETCH; }
+
+int cshim_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+    return accept4(fd, addr, len, flags);
+}
+
+// The pipe each handled signal is written to (one per signal number; a handler reads only this).
+static volatile sig_atomic_t cshim_signal_fds[65];
+
+static void cshim_signal_handler(int signo) {
+    int saved = errno;
+    if (signo > 0 && signo < 65 && cshim_signal_fds[signo] >= 0) {
+        unsigned char byte = (unsigned char)signo;
+        ssize_t ignored = write(cshim_signal_fds[signo], &byte, 1);
+        (void)ignored;
+    }
+    errno = saved;
+}
+
+int cshim_notify_signal_on_fd(int signo, int fd) {
+    if (signo <= 0 || signo >= 65) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    cshim_signal_fds[signo] = fd;
+    action.sa_handler = fd >= 0 ? cshim_signal_handler : SIG_DFL;
+    return sigaction(signo, &action, NULL);
+}
+
+int cshim_set_thread_name(const char *name) {
+    int code = pthread_setname_np(pthread_self(), name);
+    if (code != 0) {
+        errno = code;
+        return -1;
+    }
+    return 0;
+}

@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <termios.h>
 #include <linux/pps.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 /// ioctl(2) with a pointer argument (Swift cannot call the variadic ioctl).
 int cshim_ioctl_ptr(int fd, unsigned long request, void *arg);
@@ -35,5 +39,32 @@ unsigned long cshim_request_PPS_SETPARAMS(void);
 unsigned long cshim_request_PPS_GETCAP(void);
 /// `PPS_FETCH`: waits for the next event; reads and writes `struct pps_fdata`.
 unsigned long cshim_request_PPS_FETCH(void);
+
+// Sockets and the event loop.
+/// accept4(2) (needs _GNU_SOURCE): accepts a connection with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC).
+int cshim_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+/// Installs a handler for `signo` (sigaction(2), SA_RESTART) that writes the signal number as one
+/// byte to `fd` (a non-blocking pipe) and does nothing else: the self-pipe trick, since a Swift
+/// function cannot be an async-signal-safe handler. `fd` < 0 restores the default action.
+int cshim_notify_signal_on_fd(int signo, int fd);
+/// pthread_setname_np(3) for the calling thread (needs _GNU_SOURCE); names longer than 15 bytes fail.
+int cshim_set_thread_name(const char *name);
+
+/// chrony's SOCK refclock sample (chrony refclock_sock.c, `struct sock_sample`): one datagram per
+/// sample on the refclock's Unix socket. Declared in C so the layout is the platform's, as chronyd's.
+struct cshim_chrony_sample {
+    /// System (CLOCK_REALTIME) time of the measurement.
+    struct timeval tv;
+    /// True time minus system time at `tv`, seconds.
+    double offset;
+    /// Non-zero when the sample is a pulse (PPS) whose whole seconds come from another source.
+    int pulse;
+    /// 0 normal, 1 insert a leap second, 2 delete a leap second.
+    int leap;
+    int _pad;
+    /// CSHIM_CHRONY_SOCK_MAGIC.
+    int magic;
+};
+#define CSHIM_CHRONY_SOCK_MAGIC 0x534f434b
 
 #endif
