@@ -44,7 +44,7 @@ let package = Package(
             linkerSettings: gpiodV2 ? [.unsafeFlags(["-Xlinker", "-rpath", "-Xlinker", gpiodV2LibDir])] : []
         ),
         .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "PiHardware"]),
-        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol"]),
+        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "PiHardware"]),
         .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "PiHardware"]),
 
         // Executables.
@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD"], exclude: ["Oracles"]),
         .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting"]),
         .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware"]),
-        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals"]),
+        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "PiHardware"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
     ],
     swiftLanguageModes: [.v6]

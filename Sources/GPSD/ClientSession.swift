@@ -1,0 +1,147 @@
+// One client's side of the protocol, without sockets: requests in, reply lines and a subscription
+// decision out; events in, the lines this client's policy asks for out. The server owns the socket
+// and the subscription and does what this says.
+
+/// What the server knows that a reply needs.
+struct ServiceView {
+    var device: GPSDDevice
+    /// When the device became active (ns since the epoch), or `nil` while it is off.
+    var activated: Int64?
+    /// Whether reports arrived since the device became active (DEVICE `flags`).
+    var sawData: Bool
+    /// The latest TPV and SKY lines, for `?POLL`.
+    var latestTPV: [UInt8]?
+    var latestSKY: [UInt8]?
+    /// The wall clock now, ns since the epoch.
+    var now: Int64
+    var release: String
+    var revision: String
+    var allowsDeviceChanges: Bool
+}
+
+/// What handling a request asks of the server besides sending `lines`.
+enum SessionEffect: Equatable {
+    /// Apply a `?DEVICE=` change; the reply (DEVICE or ERROR) comes when it is done.
+    case configure(DeviceChange)
+}
+
+struct ClientSession {
+    private(set) var policy = WatchPolicy()
+    private var scanner = RequestScanner()
+
+    /// Whether the client should hold a subscription: it watches (gpsd's `watcher`).
+    var wantsSubscription: Bool { policy.enable }
+
+    /// Bytes waiting for the rest of a request.
+    var pendingInput: Int { scanner.pendingCount }
+
+    /// Feeds received bytes; returns the reply lines in order, and any effect to carry out.
+    mutating func receive(_ bytes: some Sequence<UInt8>, view: ServiceView) -> (lines: [[UInt8]], effects: [SessionEffect]) {
+        scanner.append(bytes)
+        var lines: [[UInt8]] = []
+        var effects: [SessionEffect] = []
+        while let item = scanner.next() {
+            switch item {
+            case .tooLong:
+                lines.append(GPSDResponse.error(RequestError.tooLong.message))
+            case .request(let text):
+                handle(GPSDRequest.parse(text), view: view, lines: &lines, effects: &effects)
+            }
+        }
+        return (lines, effects)
+    }
+
+    private mutating func handle(
+        _ parsed: Result<GPSDRequest, RequestError>, view: ServiceView, lines: inout [[UInt8]],
+        effects: inout [SessionEffect]
+    ) {
+        let device = view.device
+        switch parsed {
+        case .failure(let error):
+            lines.append(GPSDResponse.error(error.message))
+            // gpsd answers a broken ?WATCH with the device list and the (unchanged) policy too.
+            if case .invalidWatch = error {
+                lines.append(GPSDResponse.devices(device, activated: view.activated, sawData: view.sawData))
+                lines.append(GPSDResponse.watch(policy))
+            }
+        case .success(.version):
+            lines.append(GPSDResponse.version(release: view.release, revision: view.revision))
+        case .success(.devices):
+            lines.append(GPSDResponse.devices(device, activated: view.activated, sawData: view.sawData))
+        case .success(.poll):
+            let active = policy.enable && view.activated != nil && view.sawData ? 1 : 0
+            lines.append(GPSDResponse.poll(
+                time: view.now, active: active,
+                tpv: active == 1 ? view.latestTPV : nil, sky: active == 1 ? view.latestSKY : nil
+            ))
+        case .success(.watch(let attributes)):
+            if let attributes {
+                do {
+                    let updated = try policy.applying(attributes)
+                    if let path = updated.device, path != device.path {
+                        lines.append(GPSDResponse.error("No such device as \(path)"))
+                        return
+                    }
+                    policy = updated
+                } catch {
+                    lines.append(GPSDResponse.error(RequestError.invalidWatch(error).message))
+                }
+            }
+            lines.append(GPSDResponse.devices(device, activated: view.activated, sawData: view.sawData))
+            lines.append(GPSDResponse.watch(policy))
+        case .success(.device(nil)):
+            lines.append(GPSDResponse.device(device, activated: view.activated, sawData: view.sawData))
+        case .success(.device(let change?)):
+            if let path = change.path, path != device.path {
+                lines.append(GPSDResponse.error("Can't open \(path)."))
+                return
+            }
+            guard change.changesSomething else {
+                lines.append(GPSDResponse.device(device, activated: view.activated, sawData: view.sawData))
+                return
+            }
+            guard view.allowsDeviceChanges else {
+                lines.append(GPSDResponse.error(
+                    "Device configuration is read-only (gnss-hat serve --allow-device-changes allows it)."))
+                lines.append(GPSDResponse.device(device, activated: view.activated, sawData: view.sawData))
+                return
+            }
+            effects.append(.configure(change))
+        }
+    }
+
+    /// The lines `event` becomes for this client, as its policy asks (`pulse` and `timeOffset` are
+    /// encoded here, once per client that wants them).
+    func lines(for event: GPSDEvent, path: String) -> [[UInt8]] {
+        guard policy.enable else { return [] }
+        switch event {
+        case .tpv(let line), .sky(let line):
+            return policy.json ? [line] : []
+        case .pulse(let offset):
+            return policy.json || policy.pps ? [GPSDResponse.pps(path: path, offset)] : []
+        case .timeOffset(let offset):
+            return policy.pps ? [GPSDResponse.toff(path: path, offset)] : []
+        case .sentence(let bytes):
+            return policy.nmea || policy.raw > 0 ? [bytes] : []
+        case .frame(let bytes):
+            switch policy.raw {
+            case 2...: return [bytes]
+            case 1: return [Self.hexDump(bytes)]
+            default: return []
+            }
+        }
+    }
+
+    /// gpsd's raw-1 form of a binary frame: lower-case hex and CR LF.
+    static func hexDump(_ bytes: [UInt8]) -> [UInt8] {
+        let digits = Array("0123456789abcdef".utf8)
+        var line: [UInt8] = []
+        line.reserveCapacity(bytes.count * 2 + 2)
+        for byte in bytes {
+            line.append(digits[Int(byte >> 4)])
+            line.append(digits[Int(byte & 0x0F)])
+        }
+        line.append(contentsOf: [0x0D, 0x0A])
+        return line
+    }
+}

@@ -1,0 +1,125 @@
+// What the service reports, and where it comes from: a device description and a reference-counted
+// signal of events. Each watching client subscribes the signal once, so the receiver behind it is
+// powered exactly while somebody watches (plus the receiver's linger).
+
+public import Signals
+
+/// A moment as gpsd's PPS and TOFF objects and chrony's SOCK samples give it: what the receiver
+/// says the time was (`real`) and what the system clock said at that moment (`clock`), both in
+/// nanoseconds since the Unix epoch.
+public struct TimeOffset: Hashable, Sendable {
+    public var real: Int64
+    public var clock: Int64
+
+    public init(real: Int64, clock: Int64) {
+        self.real = real
+        self.clock = clock
+    }
+}
+
+/// One thing a watching client may be sent, encoded once for every client that gets it.
+public enum GPSDEvent: Sendable {
+    /// A TPV object, one JSON line ending in CR LF.
+    case tpv([UInt8])
+    /// A SKY object, one JSON line ending in CR LF.
+    case sky([UInt8])
+    /// In-band time of a navigation epoch: the fix's time and the system time its first byte
+    /// arrived (gpsd's TOFF; chrony's serial-time sample).
+    case timeOffset(TimeOffset)
+    /// A PPS edge: the whole second it marks and the system time of the edge (gpsd's PPS; chrony's
+    /// PPS sample).
+    case pulse(TimeOffset)
+    /// An NMEA sentence as the receiver sent it, CR LF included.
+    case sentence([UInt8])
+    /// A binary frame (UBX, RTCM3) as the receiver sent it.
+    case frame([UInt8])
+}
+
+/// The device as DEVICE objects describe it (gpsd's `struct devconfig_t`).
+public struct GPSDDevice: Hashable, Sendable {
+    /// The device path clients name in `?WATCH={"device":...}` (a serial port, an I2C bus).
+    public var path: String
+    /// The driver name, e.g. `u-blox` or `NMEA0183`.
+    public var driver: String?
+    /// Firmware or model, e.g. from u-blox MON-VER.
+    public var subtype: String?
+    /// Serial speed; `nil` for a link without one (I2C).
+    public var bps: Int?
+    public var parity: String
+    public var stopbits: Int
+    /// Seconds per navigation solution.
+    public var cycle: Double
+    /// The shortest cycle the receiver supports, when known.
+    public var minimumCycle: Double?
+    /// gpsd's `native`: 0 NMEA mode, 1 the chip's binary protocol.
+    public var native: Int
+    /// Whether the board delivers PPS edges (PPS and TOFF objects, chrony's PPS samples).
+    public var hasPPS: Bool
+
+    public init(
+        path: String, driver: String? = nil, subtype: String? = nil, bps: Int? = nil, parity: String = "N",
+        stopbits: Int = 1, cycle: Double = 1, minimumCycle: Double? = nil, native: Int = 0, hasPPS: Bool = false
+    ) {
+        self.path = path
+        self.driver = driver
+        self.subtype = subtype
+        self.bps = bps
+        self.parity = parity
+        self.stopbits = stopbits
+        self.cycle = cycle
+        self.minimumCycle = minimumCycle
+        self.native = native
+        self.hasPPS = hasPPS
+    }
+}
+
+/// Where a service's reports come from.
+public struct GPSDSource: Sendable {
+    /// The device DEVICE and DEVICES objects describe.
+    public var device: GPSDDevice
+    /// Reports: one subscription per watching client, one hold for `--keep-on`, one subscription
+    /// for a chrony socket. Its producer powers the receiver (usually by subscribing the
+    /// receiver's own signals).
+    public var events: RefCountedSignal<GPSDEvent>
+    /// Whether the device is active (powered and open), now and at every change; DEVICE objects
+    /// carry `activated` while it is, and watchers get `"activated":0` when it stops.
+    public var activity: @Sendable () -> AsyncStream<Bool>
+    /// Applies a `?DEVICE=` change and returns the device as it is afterwards; `nil` when the
+    /// source cannot change anything.
+    public var configure: (@Sendable (DeviceChange) async throws -> GPSDDevice)?
+    /// Stops the receiver at once (no linger) and waits until it is powered off: the service's last
+    /// act before it exits.
+    public var shutdown: @Sendable () async -> Void
+
+    public init(
+        device: GPSDDevice,
+        events: RefCountedSignal<GPSDEvent>,
+        activity: (@Sendable () -> AsyncStream<Bool>)? = nil,
+        configure: (@Sendable (DeviceChange) async throws -> GPSDDevice)? = nil,
+        shutdown: (@Sendable () async -> Void)? = nil
+    ) {
+        self.device = device
+        self.events = events
+        self.activity = activity ?? { Self.activity(of: events) }
+        self.configure = configure
+        self.shutdown = shutdown ?? { await events.shutdown() }
+    }
+
+    /// A signal's running state as device activity: active while running or lingering.
+    public static func activity<Value>(of signal: RefCountedSignal<Value>) -> AsyncStream<Bool> {
+        AsyncStream { continuation in
+            let task = Task {
+                var last: Bool?
+                for await state in signal.stateChanges() {
+                    let active = state == .running || state == .lingering
+                    if active != last {
+                        last = active
+                        continuation.yield(active)
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
