@@ -1,6 +1,8 @@
 // libgpiod 1.x (v1 API: Raspberry Pi OS bookworm, Debian 12): the driver behind `GPIOChip`.
 #if !GNSSHAT_GPIOD_V2
 internal import CGPIOD
+internal import CI2C
+internal import CLinuxShims
 internal import Glibc
 
 struct LibgpiodDriver: GPIODriver {

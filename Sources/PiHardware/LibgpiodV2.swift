@@ -1,6 +1,8 @@
 // libgpiod 2.x (v2 API: Raspberry Pi OS trixie, Debian 13): the driver behind `GPIOChip`.
 #if GNSSHAT_GPIOD_V2
 internal import CGPIOD
+internal import CI2C
+internal import CLinuxShims
 internal import Glibc
 
 struct LibgpiodDriver: GPIODriver {

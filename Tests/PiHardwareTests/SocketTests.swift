@@ -1,3 +1,4 @@
+import CLinuxShims
 import Glibc
 @testable import PiHardware
 import Synchronization
