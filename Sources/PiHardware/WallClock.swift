@@ -18,3 +18,13 @@ public enum WallClock {
 func system_clock_gettime(_ clock: clockid_t, _ time: UnsafeMutablePointer<timespec>) -> CInt {
     Glibc.clock_gettime(clock, time)
 }
+
+extension WallClock {
+    /// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds: to move a monotonic kernel timestamp (a GPIO
+    /// edge's) onto the wall clock.
+    public static func monotonicNow() -> Int64 {
+        var time = timespec()
+        _ = system_clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}

@@ -12,6 +12,7 @@ let usage = """
     commands:
       decode [--summary] FILE|-   decode a receiver capture into gpsd TPV/SKY JSON lines
       watch [--board NAME] [--demo]   follow a receiver (power, fix, sky); --help for options
+      serve [OPTIONS]             a gpsd-compatible service; the receiver is on only while clients watch
     """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -19,6 +20,7 @@ switch arguments.first {
 case "decode":
     exit(DecodeCommand.run(Array(arguments.dropFirst())))
 case "watch": exit(await WatchCommand.run(Array(arguments.dropFirst())))
+case "serve": exit(ServeCommand.run(Array(arguments.dropFirst())))
 case "-h", "--help", "help":
     print(usage)
     exit(0)
