@@ -71,7 +71,19 @@ int cshim_notify_signal_on_fd(int signo, int fd) {
     action.sa_flags = SA_RESTART;
     cshim_signal_fds[signo] = fd;
     action.sa_handler = fd >= 0 ? cshim_signal_handler : SIG_DFL;
-    return sigaction(signo, &action, NULL);
+    if (sigaction(signo, &action, NULL) != 0) return -1;
+    if (fd < 0) return 0;
+    // A parent may have started this process with the signal blocked (posix_spawn keeps the
+    // spawning thread's mask): unblock it in this thread, and threads started later inherit that.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    int code = pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    if (code != 0) {
+        errno = code;
+        return -1;
+    }
+    return 0;
 }
 
 int cshim_set_thread_name(const char *name) {

@@ -45,7 +45,9 @@ unsigned long cshim_request_PPS_FETCH(void);
 int cshim_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 /// Installs a handler for `signo` (sigaction(2), SA_RESTART) that writes the signal number as one
 /// byte to `fd` (a non-blocking pipe) and does nothing else: the self-pipe trick, since a Swift
-/// function cannot be an async-signal-safe handler. `fd` < 0 restores the default action.
+/// function cannot be an async-signal-safe handler. Also unblocks `signo` in the calling thread
+/// (pthread_sigmask(3)), since a parent may have started the process with it blocked.
+/// `fd` < 0 restores the default action.
 int cshim_notify_signal_on_fd(int signo, int fd);
 /// pthread_setname_np(3) for the calling thread (needs _GNU_SOURCE); names longer than 15 bytes fail.
 int cshim_set_thread_name(const char *name);

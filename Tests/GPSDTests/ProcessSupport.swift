@@ -1,0 +1,216 @@
+// Running real programs in tests: our `gnss-hat serve`, Debian's gpsd, gpspipe and python3-gps.
+
+import Foundation
+import PiHardware
+import Testing
+
+struct TestSetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+enum TestPaths {
+    /// The package root (two levels above this file).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The shared corpus: `$GNSSHAT_CORPUS`, else `../shared/corpus` from the package root or one of its
+    /// parents (a worktree lives one level deeper than the main checkout).
+    static func corpus() throws -> URL {
+        if let override = ProcessInfo.processInfo.environment["GNSSHAT_CORPUS"] {
+            return URL(fileURLWithPath: override)
+        }
+        var directory = packageRoot
+        for _ in 0..<3 {
+            let candidate = directory.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("gpsd").path) {
+                return candidate
+            }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw TestSetupError("corpus not found: expected ../shared/corpus/gpsd next to the package (or set GNSSHAT_CORPUS)")
+    }
+
+    /// The `gnss-hat` executable built next to this test bundle (`swift build` builds it).
+    static func gnssHat() throws -> URL {
+        var candidates: [URL] = []
+        if let override = ProcessInfo.processInfo.environment["GNSSHAT_BINARY"] {
+            candidates.append(URL(fileURLWithPath: override))
+        }
+        for argument in [Bundle.main.executablePath, CommandLine.arguments.first].compactMap({ $0 }) {
+            var directory = URL(fileURLWithPath: argument).deletingLastPathComponent()
+            for _ in 0..<4 {
+                candidates.append(directory.appendingPathComponent("gnss-hat"))
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        candidates.append(packageRoot.appendingPathComponent(".build/debug/gnss-hat"))
+        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
+            return candidate
+        }
+        throw TestSetupError("gnss-hat executable not found next to the tests: run `swift build` first "
+            + "(or set GNSSHAT_BINARY); looked in \(candidates.map(\.path))")
+    }
+
+    /// A Debian tool the test needs; a missing one fails the test with the package to install.
+    static func tool(_ path: String, package: String) throws -> URL {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw TestSetupError("\(path) is missing: install Debian's \(package) (scripts/setup.sh does)")
+        }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// A new private temporary directory.
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// A TCP port nobody listens on now (bound and released; good enough for a test's child process).
+func freePort() throws -> UInt16 {
+    let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
+    defer { listener.close() }
+    guard let port = listener.address.port else { throw TestSetupError("no port") }
+    return port
+}
+
+/// A child process whose standard error is collected line by line; tests wait for lines or the exit
+/// without polling.
+final class ChildProcess: @unchecked Sendable {
+    let process = Process()
+    private let errorPipe = Pipe()
+    private let outputPipe = Pipe()
+    // Guards everything below; the pipes' handlers and the termination handler run on other threads.
+    private let lock = NSLock()
+    private var errorLines: [String] = []
+    private var outputData = Data()
+    private var partial: [UInt8] = []
+    private var exited = false
+    private var openPipes = 2
+    private var waiters: [CheckedContinuation<Bool, Never>] = []
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardError = errorPipe
+        process.standardOutput = outputPipe
+        process.standardInput = FileHandle.nullDevice
+        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            self?.changed { this in
+                if data.isEmpty {
+                    this.openPipes -= 1
+                    return
+                }
+                this.partial += data
+                while let newline = this.partial.firstIndex(of: 0x0A) {
+                    this.errorLines.append(String(decoding: this.partial[..<newline], as: UTF8.self))
+                    this.partial.removeSubrange(...newline)
+                }
+            }
+            if data.isEmpty { handle.readabilityHandler = nil }
+        }
+        outputPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            self?.changed { this in
+                if data.isEmpty { this.openPipes -= 1 } else { this.outputData += data }
+            }
+            if data.isEmpty { handle.readabilityHandler = nil }
+        }
+        process.terminationHandler = { [weak self] _ in self?.changed { $0.exited = true } }
+        try process.run()
+    }
+
+    private func changed(_ update: (ChildProcess) -> Void) {
+        lock.lock()
+        update(self)
+        let ready = waiters
+        waiters = []
+        lock.unlock()
+        for waiter in ready { waiter.resume(returning: false) }
+    }
+
+    /// Suspends until `condition` holds, checked now and after every line and at the exit.
+    private func wait(until condition: (ChildProcess) -> Bool) async {
+        while true {
+            let done: Bool = await withCheckedContinuation { continuation in
+                lock.lock()
+                if condition(self) {
+                    lock.unlock()
+                    continuation.resume(returning: true)
+                } else {
+                    waiters.append(continuation)
+                    lock.unlock()
+                }
+            }
+            if done { return }
+        }
+    }
+
+    var stderrLines: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return errorLines
+    }
+
+    var stdout: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: outputData, as: UTF8.self)
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Suspends until a line of standard error satisfies `condition`; throws if the process ends first.
+    func waitForErrorLine(_ condition: @escaping (String) -> Bool) async throws -> String {
+        await wait { $0.errorLines.contains(where: condition) || $0.exited }
+        if let line = stderrLines.first(where: condition) { return line }
+        throw TestSetupError("process exited (\(process.terminationStatus)) before the expected line; "
+            + "stderr: \(stderrLines.joined(separator: " | "))")
+    }
+
+    /// Suspends until the process exits and its output has been read; returns its status.
+    func waitForExit() async -> Int32 {
+        await wait { $0.exited && $0.openPipes <= 0 }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func terminate() {
+        if process.isRunning { process.terminate() }
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// `gnss-hat serve` on an ephemeral loopback port.
+final class ServeProcess {
+    let child: ChildProcess
+    let address: SocketAddress
+
+    init(_ arguments: [String]) async throws {
+        child = try ChildProcess(try TestPaths.gnssHat(), ["serve", "--listen", "127.0.0.1:0"] + arguments)
+        let line = try await child.waitForErrorLine { $0.contains("listening on") }
+        let text = try #require(line.split(separator: " ").last.map(String.init), "no address in: \(line)")
+        address = try SocketAddress(parsing: text, defaultPort: 0)
+    }
+
+    /// The service's open descriptors (`/proc/PID/fd`).
+    var descriptorCount: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").count) ?? -1
+    }
+
+    /// Sends SIGTERM and returns the exit status.
+    func stop() async -> Int32 {
+        child.terminate()
+        return await child.waitForExit()
+    }
+}

@@ -1,0 +1,140 @@
+// `gnss-hat serve` as a process, with real gpsd clients: gpspipe and the python3-gps library, and the
+// process-level robustness checks (SIGTERM, descriptors, running out of descriptors).
+
+import Foundation
+import PiHardware
+import Testing
+
+/// The python3-gps client: watches until it has a TPV and a SKY and prints what it saw as JSON.
+private let pythonClient = """
+    import gps, json, sys
+    session = gps.gps(host="127.0.0.1", port=sys.argv[1], mode=gps.WATCH_ENABLE | gps.WATCH_JSON)
+    seen = {}
+    while 'TPV' not in seen or 'SKY' not in seen:
+        report = session.next()
+        seen.setdefault(report['class'], json.loads(str(session.response)))
+    print(json.dumps({'classes': sorted(seen), 'tpv': seen['TPV'], 'sky': seen['SKY'],
+                      'fix_mode': session.fix.mode, 'satellites': len(session.satellites)}))
+    """
+
+@Suite("gnss-hat serve with real gpsd clients", .serialized, .timeLimit(.minutes(3)))
+struct RealClientTests {
+    @Test("gpspipe -w gets VERSION, DEVICES, WATCH, TPV and SKY from the simulator board")
+    func gpspipe() async throws {
+        let gpspipe = try TestPaths.tool("/usr/bin/gpspipe", package: "gpsd-clients")
+        let serve = try await ServeProcess(["--board", "simulator"])
+        guard let port = serve.address.port else { throw TestSetupError("no port") }
+        let pipe = try ChildProcess(gpspipe, ["-w", "-n", "10", "127.0.0.1:\(port)"])
+        #expect(await pipe.waitForExit() == 0, "gpspipe: \(pipe.stderrLines)")
+        let objects = pipe.stdout.split(whereSeparator: \.isNewline).compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+        let classes = objects.compactMap { $0["class"] as? String }
+        #expect(Array(classes.prefix(3)) == ["VERSION", "DEVICES", "WATCH"])
+        #expect(classes.contains("TPV") && classes.contains("SKY"), "\(classes)")
+        let tpv = try #require(objects.first { $0["class"] as? String == "TPV" })
+        #expect(tpv["mode"] is Int && tpv["time"] is String)
+        let sky = try #require(objects.first { $0["class"] as? String == "SKY" })
+        #expect((sky["satellites"] as? [[String: Any]])?.isEmpty == false)
+        #expect(await serve.stop() == 0)
+    }
+
+    @Test("the python3-gps client library reads TPV and SKY into its session")
+    func pythonGPS() async throws {
+        let python = try TestPaths.tool("/usr/bin/python3", package: "python3")
+        let check = try ChildProcess(python, ["-c", "import gps"])
+        #expect(await check.waitForExit() == 0, "python3-gps missing (install Debian's python3-gps): \(check.stderrLines)")
+        let serve = try await ServeProcess(["--board", "simulator"])
+        guard let port = serve.address.port else { throw TestSetupError("no port") }
+        let client = try ChildProcess(python, ["-c", pythonClient, "\(port)"])
+        #expect(await client.waitForExit() == 0, "python: \(client.stderrLines)")
+        let parsed = try JSONSerialization.jsonObject(with: Data(client.stdout.utf8))
+        let result = try #require(parsed as? [String: Any], "\(client.stdout)")
+        let classes = try #require(result["classes"] as? [String])
+        #expect(Set(["VERSION", "DEVICES", "WATCH", "TPV", "SKY"]).isSubset(of: Set(classes)))
+        #expect((result["satellites"] as? Int ?? 0) > 0)
+        #expect(result["fix_mode"] as? Int != nil)
+        #expect(await serve.stop() == 0)
+    }
+
+    @Test("SIGTERM: watchers hear the device close, the service stops accepting, powers off and exits 0")
+    func sigterm() async throws {
+        let serve = try await ServeProcess(["--board", "simulator", "--verbose"])
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: serve.address)
+        try client.send("?WATCH={\"enable\":true,\"json\":true};")
+        _ = try await client.object(ofClass: "TPV")
+        #expect(await serve.stop() == 0)
+        let tail = await client.readToEnd()
+        #expect(tail.last?.contains("\"activated\":0") == true, "\(tail.suffix(2))")
+        let log = serve.child.stderrLines
+        let stopping = try #require(log.firstIndex { $0.contains("shutting down") }, "\(log)")
+        let poweredOff = try #require(log.firstIndex { $0.contains("receiver powered off") }, "\(log)")
+        #expect(stopping < poweredOff)
+        #expect(log.last == "gnss-hat serve: stopped; receiver off")
+        #expect(throws: SocketError.self) { try SocketConnection.connect(to: serve.address) }
+    }
+
+    @Test("2,000 connect/disconnect cycles leave the service's descriptor count where it was")
+    func descriptors() async throws {
+        let serve = try await ServeProcess(["--board", "simulator", "--linger", "0"])
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        // One full power cycle first, so that descriptors made once (a timer's) exist already.
+        let warm = try hub.connect(to: serve.address)
+        try warm.send("?WATCH={\"enable\":true,\"json\":true};")
+        _ = try await warm.object(ofClass: "TPV")
+        warm.close()
+        let before = await settledDescriptorCount(serve, expected: nil)
+        for cycle in 0..<2000 {
+            let connection = try SocketConnection.connect(to: serve.address)
+            if cycle % 20 == 0 { try connection.sendAll(Array("?WATCH={\"enable\":true};".utf8)) }
+            if cycle % 5 == 0 { _ = try connection.receive(maxCount: 512, timeout: .seconds(5)) }
+            connection.close()
+        }
+        #expect(await settledDescriptorCount(serve, expected: before) == before)
+        #expect(await serve.stop() == 0)
+    }
+
+    @Test("out of descriptors: accepting pauses, and resumes when connections close")
+    func outOfDescriptors() async throws {
+        let shell = try TestPaths.tool("/bin/sh", package: "dash")
+        let binary = try TestPaths.gnssHat()
+        let child = try ChildProcess(shell, ["-c", "ulimit -n 48; exec \"$0\" serve --listen 127.0.0.1:0 --verbose",
+                                             binary.path])
+        let line = try await child.waitForErrorLine { $0.contains("listening on") }
+        let address = try SocketAddress(parsing: String(line.split(separator: " ").last ?? ""), defaultPort: 0)
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        // 48 descriptors hold a few for the service itself and about 30 connections.
+        var clients: [TestClient] = []
+        for _ in 0..<60 { clients.append(try hub.connect(to: address)) }
+        // The first connections are served; then the service runs out and pauses accepting.
+        for client in clients.prefix(20) { #expect(try await client.object()["class"] as? String == "VERSION") }
+        _ = try await child.waitForErrorLine { $0.contains("accept paused") }
+        for client in clients.prefix(40) { client.close() }
+        // Closing frees descriptors: every connection still waiting is served in turn.
+        for client in clients.dropFirst(40) {
+            #expect(try await client.object()["class"] as? String == "VERSION")
+        }
+        child.terminate()
+        #expect(await child.waitForExit() == 0)
+    }
+
+    /// The service's descriptor count once it stops changing (the service closes connections in its
+    /// own time); with `expected`, waits for that count a while before giving the last one seen.
+    private func settledDescriptorCount(_ serve: ServeProcess, expected: Int?) async -> Int {
+        var last = serve.descriptorCount
+        var stable = 0
+        for _ in 0..<500 {
+            try? await Task.sleep(for: .milliseconds(10))
+            let count = serve.descriptorCount
+            if let expected, count == expected { return count }
+            stable = count == last ? stable + 1 : 0
+            last = count
+            if expected == nil && stable >= 20 { return count }
+        }
+        return last
+    }
+}
