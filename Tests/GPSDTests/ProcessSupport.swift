@@ -1,6 +1,7 @@
 // Running real programs in tests: our `gnss-hat serve`, Debian's gpsd, gpspipe and python3-gps.
 
 import Foundation
+import Glibc
 import PiHardware
 import Testing
 
@@ -98,6 +99,13 @@ final class ChildProcess: @unchecked Sendable {
         process.standardError = errorPipe
         process.standardOutput = outputPipe
         process.standardInput = FileHandle.nullDevice
+        // Children started later must not inherit these pipes, or this one's end of output never
+        // comes while they live (the child gets its own copies as descriptors 1 and 2).
+        for pipe in [errorPipe, outputPipe] {
+            for handle in [pipe.fileHandleForReading, pipe.fileHandleForWriting] {
+                _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+            }
+        }
         errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             self?.changed { this in
@@ -183,9 +191,15 @@ final class ChildProcess: @unchecked Sendable {
         if process.isRunning { process.terminate() }
     }
 
+    /// SIGKILL: for a program that never sees SIGTERM because it keeps the signal blocked as it
+    /// inherited it from the test's thread (gpsd installs handlers but does not unblock them).
+    func kill() {
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+    }
+
     deinit {
         if process.isRunning {
-            process.terminate()
+            _ = Glibc.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }

@@ -65,10 +65,12 @@ final class ClientHub: @unchecked Sendable {
     private final class Entry {
         let connection: SocketConnection
         let continuation: AsyncStream<String>.Continuation
+        let received: LineLog
         var buffer: [UInt8] = []
-        init(connection: SocketConnection, continuation: AsyncStream<String>.Continuation) {
+        init(connection: SocketConnection, continuation: AsyncStream<String>.Continuation, received: LineLog) {
             self.connection = connection
             self.continuation = continuation
+            self.received = received
         }
     }
 
@@ -107,7 +109,9 @@ final class ClientHub: @unchecked Sendable {
                         while let newline = entry.buffer.firstIndex(of: 0x0A) {
                             var line = entry.buffer[..<newline]
                             if line.last == 0x0D { line = line.dropLast() }
-                            entry.continuation.yield(String(decoding: line, as: UTF8.self))
+                            let text = String(decoding: line, as: UTF8.self)
+                            entry.received.append(text)
+                            entry.continuation.yield(text)
                             entry.buffer.removeSubrange(...newline)
                         }
                     case .wouldBlock?:
@@ -130,13 +134,14 @@ final class ClientHub: @unchecked Sendable {
     func connect(to address: SocketAddress) throws -> TestClient {
         let connection = try SocketConnection.connect(to: address)
         let (stream, continuation) = AsyncStream<String>.makeStream()
+        let received = LineLog()
         let token = state.withLock { state -> UInt64 in
             defer { state.next += 1 }
-            state.entries[state.next] = Entry(connection: connection, continuation: continuation)
+            state.entries[state.next] = Entry(connection: connection, continuation: continuation, received: received)
             return state.next
         }
         try poller.add(connection.rawDescriptor, token: token, interest: .readable)
-        return TestClient(connection: connection, lines: stream, hub: self, token: token)
+        return TestClient(connection: connection, lines: stream, received: received, hub: self, token: token)
     }
 
     /// Stops reading a client (before the test closes it).
@@ -157,12 +162,15 @@ final class ClientHub: @unchecked Sendable {
 /// One test connection: sends requests, reads JSON lines.
 final class TestClient {
     let connection: SocketConnection
+    /// Every line received so far (whether or not read through ``line()``).
+    let received: LineLog
     private var iterator: AsyncStream<String>.Iterator
     private let hub: ClientHub
     private let token: UInt64
 
-    init(connection: SocketConnection, lines: AsyncStream<String>, hub: ClientHub, token: UInt64) {
+    init(connection: SocketConnection, lines: AsyncStream<String>, received: LineLog, hub: ClientHub, token: UInt64) {
         self.connection = connection
+        self.received = received
         iterator = lines.makeAsyncIterator()
         self.hub = hub
         self.token = token
@@ -216,6 +224,14 @@ final class TestClient {
         hub.forget(token, connection: connection)
         connection.close()
     }
+}
+
+/// Lines received by a test client, readable from any thread.
+final class LineLog: Sendable {
+    private let lines = Lock<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+    var count: Int { lines.withLock { $0.count } }
 }
 
 /// Collects a server's log lines.

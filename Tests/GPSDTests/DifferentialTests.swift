@@ -1,0 +1,312 @@
+// Real gpsd and gnss-hat serve on the same capture bytes, each through its own pseudo-terminal, each
+// watched by a client; their TPV and SKY streams are compared field by field, epoch by epoch.
+
+import Foundation
+import PiHardware
+import Testing
+
+/// One capture from the corpus and what is asserted about it.
+struct DifferentialCapture: Sendable, CustomStringConvertible {
+    let file: String
+    /// The board file's chip family (only the DEVICE driver name depends on it here).
+    let family: String
+    /// Whether the SKY satellite sets (PRN, elevation, azimuth) must agree: they do where both
+    /// assemble GSV / NAV-SAT the same way.
+    let satellitesAgree: Bool
+    var description: String { file }
+}
+
+/// TPV fields known to differ, and why (the README's list of differences).
+let knownTPVDifferences: [String: String] = [
+    "magvar": "the epoch assembler does not report RMC's magnetic variation (nor magtrack) yet",
+    "magtrack": "the epoch assembler does not report RMC's magnetic variation (nor magtrack) yet",
+    "ept": "time error: gpsd's UBX driver takes it from NAV-TIMEUTC tAcc, ours from NAV-PVT",
+    "epx": "error estimates: gpsd and ours apply the UERE model to DOPs from different sentences of the cycle",
+    "epy": "error estimates: gpsd and ours apply the UERE model to DOPs from different sentences of the cycle",
+    "epv": "error estimates: gpsd and ours apply the UERE model to DOPs from different sentences of the cycle",
+    "eph": "error estimates: gpsd and ours apply the UERE model to DOPs from different sentences of the cycle",
+    "sep": "error estimates: gpsd and ours apply the UERE model to DOPs from different sentences of the cycle",
+    "eps": "error estimates: gpsd derives them from successive fixes at other points of the cycle",
+    "epc": "error estimates: gpsd derives them from successive fixes at other points of the cycle",
+    "climb": "UBX: gpsd derives climb from successive altitudes, ours takes NAV-PVT's velD",
+    "geoidSep": "UBX: gpsd computes the separation from its geoid model, ours is NAV-PVT's height minus hMSL",
+    "velN": "UBX: ours reports NAV-PVT's NED velocity, gpsd 3.22 reports ECEF velocity instead",
+    "velE": "UBX: ours reports NAV-PVT's NED velocity, gpsd 3.22 reports ECEF velocity instead",
+    "velD": "UBX: ours reports NAV-PVT's NED velocity, gpsd 3.22 reports ECEF velocity instead",
+    "ecefx": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "ecefy": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "ecefz": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "ecefvx": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "ecefvy": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "ecefvz": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "ecefpAcc": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "ecefvAcc": "UBX: gpsd adds ECEF position and velocity from NAV-SOL; ours does not",
+    "leapseconds": "UBX: gpsd reports the leap seconds it learnt from NAV-TIMEGPS; ours does not",
+]
+
+/// SKY fields known to differ, and why.
+let knownSKYDifferences: [String: String] = [
+    "time": "gpsd 3.22 gives NMEA SKY objects no time; ours gives the epoch's",
+    "ss": "gpsd 3.22 writes 0.0 for a satellite without a signal strength; ours leaves it out (unknown is left out)",
+    "satellites": "satellite sets: gpsd and ours expire GSV satellites and mark them used (GSA) differently",
+    "nSat": "satellite sets: gpsd and ours expire GSV satellites and mark them used (GSA) differently",
+    "uSat": "satellite sets: gpsd and ours expire GSV satellites and mark them used (GSA) differently",
+    "xdop": "DOPs: gpsd computes missing DOPs from its own satellite geometry; ours reports the receiver's",
+    "ydop": "DOPs: gpsd computes missing DOPs from its own satellite geometry; ours reports the receiver's",
+    "vdop": "DOPs: gpsd computes missing DOPs from its own satellite geometry; ours reports the receiver's",
+    "tdop": "DOPs: gpsd computes missing DOPs from its own satellite geometry; ours reports the receiver's",
+    "hdop": "DOPs: gpsd computes missing DOPs from its own satellite geometry; ours reports the receiver's",
+    "gdop": "DOPs: gpsd computes missing DOPs from its own satellite geometry; ours reports the receiver's",
+    "pdop": "DOPs: gpsd computes missing DOPs from its own satellite geometry; ours reports the receiver's",
+]
+
+/// The fields that must agree in every compared epoch (allowing 5 % for the cycle's first epochs).
+let coreTPVFields = ["mode", "status", "lat", "lon", "altHAE", "altMSL", "alt", "speed", "track"]
+
+@Suite("Differential: real gpsd and gnss-hat serve on the same bytes", .serialized, .timeLimit(.minutes(5)))
+struct DifferentialTests {
+    static let captures = [
+        DifferentialCapture(file: "ublox-8.log", family: "ublox-gen8", satellitesAgree: true),
+        DifferentialCapture(file: "neo-m8n.log", family: "ublox-gen8", satellitesAgree: false),
+        DifferentialCapture(file: "mt3339.log", family: "mtk", satellitesAgree: false),
+        DifferentialCapture(file: "quectel-l76k-nmea.log", family: "mtk", satellitesAgree: false),
+        DifferentialCapture(file: "ublox-glo.log", family: "ublox-m10", satellitesAgree: true),
+        DifferentialCapture(file: "ublox-lea-m8f.log", family: "ublox-gen8", satellitesAgree: false),
+    ]
+
+    @Test("TPV and SKY agree field by field, but for the listed differences", arguments: captures)
+    func sameBytes(capture: DifferentialCapture) async throws {
+        let gpsdBinary = try TestPaths.tool("/usr/sbin/gpsd", package: "gpsd")
+        let payload = try Self.payload(of: TestPaths.corpus().appendingPathComponent("gpsd/\(capture.file)"))
+        let run = try await Self.run(payload, family: capture.family, gpsd: gpsdBinary)
+        let gpsd = Epochs(run.gpsd)
+        let ours = Epochs(run.ours)
+
+        let tpvCommon = Set(gpsd.tpv.keys).intersection(ours.tpv.keys)
+        #expect(gpsd.tpv.count >= 3, "gpsd reported too little to compare: \(gpsd.tpv.count) TPV epochs")
+        #expect(Double(tpvCommon.count) >= 0.9 * Double(gpsd.tpv.count),
+                "TPV epochs: gpsd \(gpsd.tpv.count), ours \(ours.tpv.count), common \(tpvCommon.count)")
+        let tpvTable = Self.agreement(gpsd.tpv, ours.tpv, epochs: tpvCommon)
+        for (field, result) in tpvTable.sorted(by: { $0.key < $1.key }) {
+            let mustAgree = coreTPVFields.contains(field) || knownTPVDifferences[field] == nil
+            if mustAgree {
+                #expect(result.rate >= 0.95, "\(capture.file) TPV \(field): \(result.agree)/\(result.total) agree")
+            }
+        }
+
+        let skyCommon = Set(gpsd.sky.keys).intersection(ours.sky.keys)
+        #expect(Double(skyCommon.count) >= 0.8 * Double(gpsd.sky.count),
+                "SKY epochs: gpsd \(gpsd.sky.count), ours \(ours.sky.count), common \(skyCommon.count)")
+        let skyTable = Self.agreement(gpsd.sky, ours.sky, epochs: skyCommon)
+        for (field, result) in skyTable.sorted(by: { $0.key < $1.key }) where knownSKYDifferences[field] == nil {
+            #expect(result.rate >= 0.95, "\(capture.file) SKY \(field): \(result.agree)/\(result.total) agree")
+        }
+        var satellitesMatch = 0
+        for epoch in skyCommon where Self.satellites(gpsd.sky[epoch]) == Self.satellites(ours.sky[epoch]) {
+            satellitesMatch += 1
+        }
+        if capture.satellitesAgree {
+            #expect(Double(satellitesMatch) >= 0.8 * Double(skyCommon.count),
+                    "\(capture.file): satellite sets agree in \(satellitesMatch)/\(skyCommon.count) epochs")
+        }
+
+        // The table the README quotes: per field, epochs in agreement.
+        let rows = tpvTable.sorted { $0.key < $1.key }.map { "TPV.\($0.key) \($0.value.agree)/\($0.value.total)" }
+            + skyTable.sorted { $0.key < $1.key }.map { "SKY.\($0.key) \($0.value.agree)/\($0.value.total)" }
+            + ["SKY.satellites(PRN,el,az) \(satellitesMatch)/\(skyCommon.count)"]
+        print("differential \(capture.file): TPV epochs gpsd \(gpsd.tpv.count) ours \(ours.tpv.count) common "
+            + "\(tpvCommon.count); SKY epochs gpsd \(gpsd.sky.count) ours \(ours.sky.count) common \(skyCommon.count)\n  "
+            + rows.joined(separator: ", "))
+    }
+
+    // MARK: - Running both services
+
+    /// The capture's bytes without the leading `#` comment lines.
+    static func payload(of url: URL) throws -> [UInt8] {
+        let bytes = [UInt8](try Data(contentsOf: url))
+        var index = 0
+        while index < bytes.count, bytes[index] == UInt8(ascii: "#") {
+            guard let newline = bytes[index...].firstIndex(of: 0x0A) else { return [] }
+            index = newline + 1
+        }
+        return Array(bytes[index...])
+    }
+
+    static func run(_ payload: [UInt8], family: String, gpsd gpsdBinary: URL) async throws
+        -> (gpsd: [[String: Any]], ours: [[String: Any]])
+    {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let gpsdTerminal = try PseudoTerminal()
+        let oursTerminal = try PseudoTerminal()
+        let board = """
+            {"name": "differential", "title": "a capture on a pseudo-terminal", "chip": {"family": "\(family)"},
+             "link": {"type": "uart", "path": "\(oursTerminal.devicePath)", "baud": 38400, "detectSpeed": false},
+             "power": {"strategies": [], "upTimeoutSeconds": 20},
+             "configuration": {"enabled": false}, "notes": [], "sources": []}
+            """
+        let boardPath = directory.appendingPathComponent("differential.json").path
+        try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
+
+        let port = try freePort()
+        let gpsd = try ChildProcess(gpsdBinary, ["-N", "-n", "-b", "-S", "\(port)", gpsdTerminal.devicePath])
+        defer { gpsd.kill() }
+        let serve = try await ServeProcess(["--board", boardPath, "--linger", "60"])
+        defer { serve.child.terminate() }
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let gpsdClient = try await connectWhenListening(hub, .ipv4("127.0.0.1", port: port), gpsd)
+        let oursClient = try hub.connect(to: serve.address)
+        for client in [gpsdClient, oursClient] {
+            try client.send("?WATCH={\"enable\":true,\"json\":true};\n")
+            _ = try await client.object(ofClass: "WATCH")
+        }
+        // Feed only once both have the device open (ours opens it for the first watcher).
+        try await waitUntilOpen(gpsd.pid, gpsdTerminal.devicePath)
+        try await waitUntilOpen(serve.child.pid, oursTerminal.devicePath)
+        try await Task.sleep(for: .milliseconds(100))
+        var offset = 0
+        while offset < payload.count {
+            let chunk = Array(payload[offset..<min(offset + 128, payload.count)])
+            try gpsdTerminal.write(chunk)
+            try oursTerminal.write(chunk)
+            offset += chunk.count
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        await waitForQuiet([gpsdClient.received, oursClient.received])
+        gpsd.kill()
+        _ = await gpsd.waitForExit()
+        _ = await serve.stop()
+        return (objects(gpsdClient.received.all), objects(oursClient.received.all))
+    }
+
+    static func connectWhenListening(_ hub: ClientHub, _ address: SocketAddress, _ process: ChildProcess)
+        async throws -> TestClient
+    {
+        for _ in 0..<200 {
+            if let client = try? hub.connect(to: address) { return client }
+            guard process.process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw TestSetupError("gpsd did not listen on \(address): \(process.stderrLines)")
+    }
+
+    /// Waits until process `pid` has `path` open (`/proc/PID/fd`).
+    static func waitUntilOpen(_ pid: Int32, _ path: String) async throws {
+        for _ in 0..<400 {
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            for fd in descriptors {
+                if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == path { return }
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw TestSetupError("process \(pid) never opened \(path)")
+    }
+
+    /// Waits until no client has received a line for half a second (at most 15 s).
+    static func waitForQuiet(_ logs: [LineLog]) async {
+        var last = logs.map(\.count)
+        var quietSince = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+            let now = logs.map(\.count)
+            if now != last {
+                last = now
+                quietSince = ContinuousClock.now
+            } else if ContinuousClock.now - quietSince >= .milliseconds(500) {
+                return
+            }
+        }
+    }
+
+    static func objects(_ lines: [String]) -> [[String: Any]] {
+        lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+
+    // MARK: - Comparing
+
+    /// TPV and SKY objects by epoch: the time of day of the TPV (dates may differ: gpsd 3.22 moves
+    /// pre-2019 dates by 1024 weeks), the last object of each epoch (gpsd sends growing partial
+    /// TPVs while it learns the cycle). A SKY without a time belongs to the last TPV's epoch.
+    struct Epochs {
+        var tpv: [String: [String: Any]] = [:]
+        var sky: [String: [String: Any]] = [:]
+
+        init(_ objects: [[String: Any]]) {
+            var current: String?
+            for object in objects {
+                switch object["class"] as? String {
+                case "TPV":
+                    guard let time = object["time"] as? String else { continue }
+                    let key = String(time.dropFirst(11))
+                    current = key
+                    tpv[key] = object
+                case "SKY":
+                    let key = (object["time"] as? String).map { String($0.dropFirst(11)) } ?? current
+                    if let key { sky[key] = object }
+                default:
+                    continue
+                }
+            }
+        }
+    }
+
+    struct Agreement {
+        var agree = 0
+        var total = 0
+        var rate: Double { total == 0 ? 1 : Double(agree) / Double(total) }
+    }
+
+    /// For each field either side has in a common epoch: in how many such epochs both agree.
+    static func agreement(_ gpsd: [String: [String: Any]], _ ours: [String: [String: Any]], epochs: Set<String>)
+        -> [String: Agreement]
+    {
+        var table: [String: Agreement] = [:]
+        for epoch in epochs {
+            guard let a = gpsd[epoch], let b = ours[epoch] else { continue }
+            for field in Set(a.keys).union(b.keys) where !["class", "device", "time", "satellites"].contains(field) {
+                table[field, default: Agreement()].total += 1
+                if same(a[field], b[field]) { table[field, default: Agreement()].agree += 1 }
+            }
+            if a["time"] != nil || b["time"] != nil, a["class"] as? String == "SKY" {
+                table["time", default: Agreement()].total += 1
+                if same(a["time"], b["time"]) { table["time", default: Agreement()].agree += 1 }
+            }
+            if a["satellites"] != nil || b["satellites"] != nil {
+                table["ss", default: Agreement()].total += 1
+                if signalStrengths(a) == signalStrengths(b) { table["ss", default: Agreement()].agree += 1 }
+            }
+        }
+        return table
+    }
+
+    static func same(_ a: Any?, _ b: Any?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case (let x as NSNumber, let y as NSNumber): return abs(x.doubleValue - y.doubleValue) < 1e-9
+        case (let x as String, let y as String): return x == y
+        default: return false
+        }
+    }
+
+    /// PRN, elevation and azimuth of each satellite of a SKY object.
+    static func satellites(_ sky: [String: Any]?) -> [Int: [Double]] {
+        var result: [Int: [Double]] = [:]
+        for satellite in sky?["satellites"] as? [[String: Any]] ?? [] {
+            guard let prn = (satellite["PRN"] as? NSNumber)?.intValue else { continue }
+            result[prn] = ["el", "az"].map { (satellite[$0] as? NSNumber)?.doubleValue ?? .nan }
+                .map { $0.isNaN ? -999 : $0 }
+        }
+        return result
+    }
+
+    static func signalStrengths(_ sky: [String: Any]) -> [Int: Double] {
+        var result: [Int: Double] = [:]
+        for satellite in sky["satellites"] as? [[String: Any]] ?? [] {
+            guard let prn = (satellite["PRN"] as? NSNumber)?.intValue else { continue }
+            result[prn] = (satellite["ss"] as? NSNumber)?.doubleValue ?? -1
+        }
+        return result
+    }
+}
