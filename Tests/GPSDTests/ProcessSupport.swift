@@ -15,21 +15,16 @@ enum TestPaths {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The shared corpus: `$GNSSHAT_CORPUS`, else `../shared/corpus` from the package root or one of its
-    /// parents (a worktree lives one level deeper than the main checkout).
+    /// gpsd's regression captures kept with the package (`Tests/Fixtures/corpus`), or `$GNSSHAT_CORPUS`.
     static func corpus() throws -> URL {
         if let override = ProcessInfo.processInfo.environment["GNSSHAT_CORPUS"] {
             return URL(fileURLWithPath: override)
         }
-        var directory = packageRoot
-        for _ in 0..<3 {
-            let candidate = directory.deletingLastPathComponent().appendingPathComponent("shared/corpus")
-            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("gpsd").path) {
-                return candidate
-            }
-            directory = directory.deletingLastPathComponent()
+        let fixtures = packageRoot.appendingPathComponent("Tests/Fixtures/corpus")
+        guard FileManager.default.fileExists(atPath: fixtures.appendingPathComponent("gpsd").path) else {
+            throw TestSetupError("corpus not found at \(fixtures.path)/gpsd (or set GNSSHAT_CORPUS)")
         }
-        throw TestSetupError("corpus not found: expected ../shared/corpus/gpsd next to the package (or set GNSSHAT_CORPUS)")
+        return fixtures
     }
 
     /// The `gnss-hat` executable built next to this test bundle (`swift build` builds it).
