@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "CMallocCounter"),
         .executableTarget(
             name: "GNSSHatBench",
-            dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter"]
+            dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter", "PiHardware"]
         ),
 
         // Tests: one target per module.

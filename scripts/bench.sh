@@ -6,5 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
 swift build -c release --product GNSSHatBench >&2
+swift build -c release --product gnss-hat >&2
 export GNSSHAT_VENV_PYTHON=$PWD/.build/venv/bin/python
 exec .build/release/GNSSHatBench "$@"

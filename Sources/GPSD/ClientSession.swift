@@ -110,28 +110,38 @@ struct ClientSession {
         }
     }
 
-    /// The lines `event` becomes for this client, as its policy asks (`pulse` and `timeOffset` are
-    /// encoded here, once per client that wants them).
+    /// The lines `event` becomes for this client (see ``WatchPolicy/lines(for:path:)``).
     func lines(for event: GPSDEvent, path: String) -> [[UInt8]] {
-        guard policy.enable else { return [] }
+        policy.lines(for: event, path: path)
+    }
+
+}
+
+extension WatchPolicy {
+    /// The lines `event` becomes under this policy (`pulse` and `timeOffset` are encoded here, once
+    /// per client that wants them).
+    func lines(for event: GPSDEvent, path: String) -> [[UInt8]] {
+        guard enable else { return [] }
         switch event {
         case .tpv(let line), .sky(let line):
-            return policy.json ? [line] : []
+            return json ? [line] : []
         case .pulse(let offset):
-            return policy.json || policy.pps ? [GPSDResponse.pps(path: path, offset)] : []
+            return json || pps ? [GPSDResponse.pps(path: path, offset)] : []
         case .timeOffset(let offset):
-            return policy.pps ? [GPSDResponse.toff(path: path, offset)] : []
+            return pps ? [GPSDResponse.toff(path: path, offset)] : []
         case .sentence(let bytes):
-            return policy.nmea || policy.raw > 0 ? [bytes] : []
+            return nmea || raw > 0 ? [bytes] : []
         case .frame(let bytes):
-            switch policy.raw {
+            switch raw {
             case 2...: return [bytes]
-            case 1: return [Self.hexDump(bytes)]
+            case 1: return [ClientSession.hexDump(bytes)]
             default: return []
             }
         }
     }
+}
 
+extension ClientSession {
     /// gpsd's raw-1 form of a binary frame: lower-case hex and CR LF.
     static func hexDump(_ bytes: [UInt8]) -> [UInt8] {
         let digits = Array("0123456789abcdef".utf8)

@@ -103,6 +103,8 @@ public final class GPSDServer: Sendable {
     let poller: Poller
     let inbox: Inbox
     let shared = Lock(Shared())
+    /// The latest reports, for POLL; written on the source's thread as reports go out.
+    let memory = ReportMemory()
 
     struct Shared {
         var statistics = GPSDServerStatistics()
@@ -178,7 +180,11 @@ public final class GPSDServer: Sendable {
 
 /// Work handed to the loop thread from other threads.
 enum InboxItem: Sendable {
-    case event(client: UInt64, GPSDEvent)
+    /// A client's channel has bytes waiting for writability.
+    case writable(client: UInt64)
+    /// A write to a client failed, or the client dropped too many lines.
+    case failed(client: UInt64, reason: String)
+    case tooSlow(client: UInt64)
     case ended(client: UInt64, SignalCompletion)
     case activity(Bool)
     case configured(client: UInt64, Result<GPSDDevice, ConfigureFailure>)
@@ -219,5 +225,30 @@ final class Inbox: Sendable {
             defer { items = [] }
             return items
         }
+    }
+}
+
+/// The latest TPV and SKY and whether reports came since the device became active.
+final class ReportMemory: Sendable {
+    struct State {
+        var tpv: [UInt8]?
+        var sky: [UInt8]?
+        var sawData = false
+    }
+
+    private let state = Lock(State())
+
+    func record(_ event: GPSDEvent) {
+        switch event {
+        case .tpv(let line): state.withLock { $0.tpv = line; $0.sawData = true }
+        case .sky(let line): state.withLock { $0.sky = line; $0.sawData = true }
+        default: break
+        }
+    }
+
+    var snapshot: State { state.withLock { $0 } }
+
+    func deviceActivated() {
+        state.withLock { $0.sawData = false }
     }
 }

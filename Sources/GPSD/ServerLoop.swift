@@ -1,4 +1,5 @@
-// The event loop of a GPSDServer: everything here runs on the loop's thread.
+// The event loop of a GPSDServer: accepting, reading requests, replies, notices and writability run
+// on the loop's thread; reports are written by the source's thread through each client's channel.
 
 import PiHardware
 import Signals
@@ -9,26 +10,26 @@ private let signalsToken: UInt64 = 1
 private let firstListenerToken: UInt64 = 16
 private let firstClientToken: UInt64 = 1 << 20
 
-/// One connection.
+/// One connection, as the loop sees it.
 final class Client {
     let id: UInt64
-    let socket: SocketConnection
+    let channel: ClientChannel
     var session = ClientSession()
-    var output: OutputQueue
     /// The client's subscription of the source while it watches.
     var token: SignalToken?
     /// The subscription ended with an error; a new one is tried after a pause.
     var awaitsResubscription = false
-    /// Registered for writability (output is waiting).
-    var wantsWrite = false
+    /// Registered for writability with the poller.
+    var registeredWritable = false
     /// Close once the queued output is written (the client closed its sending side).
     var closeWhenFlushed = false
 
-    init(id: UInt64, socket: SocketConnection, queueLimit: Int) {
-        self.id = id
-        self.socket = socket
-        output = OutputQueue(limit: queueLimit)
+    init(channel: ClientChannel) {
+        id = channel.id
+        self.channel = channel
     }
+
+    var peer: String { channel.socket.peer }
 }
 
 /// The loop's state. Made on the thread that starts the loop and then used only by the loop's
@@ -41,18 +42,17 @@ final class ServerLoop: @unchecked Sendable {
     private var clients: [UInt64: Client] = [:]
     private var nextClientID = firstClientToken
     private var activated: Int64?
-    private var sawData = false
-    private var latestTPV: [UInt8]?
-    private var latestSKY: [UInt8]?
-    private var dirty: Set<UInt64> = []
     private var stopping = false
     private var finished = false
     private var acceptPaused = false
-    private var listenersOpen: Bool
+    private var listenersOpen = true
     private var hold: SignalToken?
     private var chrony: ChronyFeed?
     private var retryScheduled = false
     private var statistics = GPSDServerStatistics()
+    /// Lines dropped and bytes queued by clients already closed (their channels are gone).
+    private var closedDropped = 0
+    private var closedMaxQueued = 0
     private var readBuffer = [UInt8](repeating: 0, count: 4096)
 
     init(server: GPSDServer, signals: SignalWatcher?) throws(SocketError) {
@@ -60,7 +60,6 @@ final class ServerLoop: @unchecked Sendable {
         self.signals = signals
         configuration = server.configuration
         device = server.source.device
-        listenersOpen = true
         try server.poller.add(server.inbox.waker.rawDescriptor, token: wakerToken, interest: .readable)
         if let signals {
             try server.poller.add(signals.rawDescriptor, token: signalsToken, interest: .readable)
@@ -93,7 +92,6 @@ final class ServerLoop: @unchecked Sendable {
                 continue
             }
             for event in events { handle(event) }
-            flushDirty()
             publish()
         }
         for client in clients.values { close(client, reason: nil) }
@@ -120,21 +118,23 @@ final class ServerLoop: @unchecked Sendable {
         default:
             guard let client = clients[event.token] else { return }
             if event.isReadable || event.isHangUp { read(client) }
-            if event.isWritable, clients[client.id] != nil { flush(client) }
+            if event.isWritable, clients[client.id] != nil { apply(client.channel.flush(), to: client) }
         }
     }
 
     private func handle(_ item: InboxItem) {
         switch item {
-        case .event(let id, let event):
-            record(event)
-            guard let client = clients[id] else { return }
-            for line in client.session.lines(for: event, path: device.path) { enqueue(line, to: client) }
+        case .writable(let id):
+            if let client = clients[id] { reconcileInterest(client) }
+        case .failed(let id, let reason):
+            if let client = clients[id] { close(client, reason: reason) }
+        case .tooSlow(let id):
+            if let client = clients[id] { disconnectSlow(client) }
         case .ended(let id, let completion):
             guard let client = clients[id] else { return }
             client.token = nil
             if case .failure(let error) = completion, client.session.wantsSubscription, !stopping {
-                configuration.log("client \(client.socket.peer): the source failed: \(error)")
+                configuration.log("client \(client.peer): the source failed: \(error)")
                 client.awaitsResubscription = true
                 scheduleResubscription()
             }
@@ -145,10 +145,11 @@ final class ServerLoop: @unchecked Sendable {
             switch result {
             case .success(let updated):
                 device = updated
-                enqueue(GPSDResponse.device(device, activated: activated, sawData: sawData), to: client)
+                send([GPSDResponse.device(device, activated: activated, sawData: server.memory.snapshot.sawData)],
+                     to: client)
             case .failure(let failure):
                 statistics.errors += 1
-                enqueue(GPSDResponse.error(failure.message), to: client)
+                send([GPSDResponse.error(failure.message)], to: client)
             }
         case .stop:
             beginStop()
@@ -165,39 +166,23 @@ final class ServerLoop: @unchecked Sendable {
         }
     }
 
-    /// Keeps the latest TPV and SKY for POLL.
-    private func record(_ event: GPSDEvent) {
-        switch event {
-        case .tpv(let line):
-            latestTPV = line
-            sawData = true
-        case .sky(let line):
-            latestSKY = line
-            sawData = true
-        default:
-            break
-        }
-    }
-
     private func deviceActivity(_ active: Bool) {
         statistics.deviceActive = active
+        let line: [UInt8]
         if active {
             guard activated == nil else { return }
             activated = configuration.wallClock()
-            sawData = false
+            server.memory.deviceActivated()
             configuration.log("device \(device.path) active")
-            let line = GPSDResponse.device(device, activated: activated, sawData: false)
-            for client in clients.values where client.session.policy.enable && client.session.policy.json {
-                enqueue(line, to: client)
-            }
+            line = GPSDResponse.device(device, activated: activated, sawData: false)
         } else {
             guard activated != nil else { return }
             activated = nil
             configuration.log("device \(device.path) closed")
-            let line = GPSDResponse.deviceClosed(path: device.path)
-            for client in clients.values where client.session.policy.enable && client.session.policy.json {
-                enqueue(line, to: client)
-            }
+            line = GPSDResponse.deviceClosed(path: device.path)
+        }
+        for client in clients.values where client.session.policy.enable && client.session.policy.json {
+            send([line], to: client)
         }
     }
 
@@ -222,7 +207,9 @@ final class ServerLoop: @unchecked Sendable {
                 connection.close()
                 continue
             }
-            let client = Client(id: nextClientID, socket: connection, queueLimit: configuration.maxQueuedBytes)
+            let channel = ClientChannel(id: nextClientID, socket: connection, queueLimit: configuration.maxQueuedBytes,
+                                        maxDroppedLines: configuration.maxDroppedLines)
+            let client = Client(channel: channel)
             nextClientID += 1
             do {
                 try server.poller.add(connection.rawDescriptor, token: client.id, interest: .readable)
@@ -233,7 +220,7 @@ final class ServerLoop: @unchecked Sendable {
             }
             clients[client.id] = client
             statistics.accepted += 1
-            enqueue(GPSDResponse.version(release: configuration.release, revision: configuration.revision), to: client)
+            send([GPSDResponse.version(release: configuration.release, revision: configuration.revision)], to: client)
         }
     }
 
@@ -242,7 +229,7 @@ final class ServerLoop: @unchecked Sendable {
         for _ in 0..<4 {
             let outcome: ReceiveOutcome
             do {
-                outcome = try readBuffer.withUnsafeMutableBytes { try client.socket.receive(into: $0) }
+                outcome = try readBuffer.withUnsafeMutableBytes { try client.channel.socket.receive(into: $0) }
             } catch {
                 close(client, reason: "\(error)")
                 return
@@ -253,28 +240,28 @@ final class ServerLoop: @unchecked Sendable {
             case .endOfStream:
                 // Answer what it asked before it closed its side, then close.
                 client.closeWhenFlushed = true
-                flush(client)
-                if clients[client.id] != nil, client.output.isEmpty { close(client, reason: nil) }
+                if client.channel.isDrained { close(client, reason: nil) }
                 return
             case .received(let count):
-                let view = serviceView()
-                let (lines, effects) = client.session.receive(readBuffer[0..<count], view: view)
-                for line in lines {
-                    if line.starts(with: Array("{\"class\":\"ERROR\"".utf8)) { statistics.errors += 1 }
-                    enqueue(line, to: client)
-                }
+                let (lines, effects) = client.session.receive(readBuffer[0..<count], view: serviceView())
+                statistics.errors += lines.filter { $0.starts(with: Self.errorPrefix) }.count
+                client.channel.policy = client.session.policy
+                send(lines, to: client)
+                guard clients[client.id] != nil else { return }
                 for effect in effects { perform(effect, for: client) }
                 updateSubscription(client)
-                guard clients[client.id] != nil else { return }
             }
         }
     }
 
+    private static let errorPrefix = Array("{\"class\":\"ERROR\"".utf8)
+
     private func serviceView() -> ServiceView {
-        ServiceView(
-            device: device, activated: activated, sawData: sawData, latestTPV: latestTPV, latestSKY: latestSKY,
-            now: configuration.wallClock(), release: configuration.release, revision: configuration.revision,
-            allowsDeviceChanges: configuration.allowDeviceChanges
+        let memory = server.memory.snapshot
+        return ServiceView(
+            device: device, activated: activated, sawData: memory.sawData, latestTPV: memory.tpv,
+            latestSKY: memory.sky, now: configuration.wallClock(), release: configuration.release,
+            revision: configuration.revision, allowsDeviceChanges: configuration.allowDeviceChanges
         )
     }
 
@@ -283,7 +270,7 @@ final class ServerLoop: @unchecked Sendable {
         case .configure(let change):
             guard let configure = server.source.configure else {
                 statistics.errors += 1
-                enqueue(GPSDResponse.error("Device configuration is not supported for \(device.path)."), to: client)
+                send([GPSDResponse.error("Device configuration is not supported for \(device.path).")], to: client)
                 return
             }
             let inbox = server.inbox
@@ -298,14 +285,26 @@ final class ServerLoop: @unchecked Sendable {
         }
     }
 
-    /// Subscribes a client that watches and cancels the subscription of one that stopped.
+    /// Subscribes a client that watches and cancels the subscription of one that stopped. Reports
+    /// go straight from the source's thread to the client's channel.
     private func updateSubscription(_ client: Client) {
         let wants = client.session.wantsSubscription && !stopping
         if wants, client.token == nil, !client.awaitsResubscription {
             let inbox = server.inbox
+            let memory = server.memory
+            let channel = client.channel
             let id = client.id
+            let path = device.path
             client.token = server.source.events.subscribe(
-                onValue: { inbox.post(.event(client: id, $0)) },
+                onValue: { event in
+                    memory.record(event)
+                    switch channel.deliver(event, path: path) {
+                    case .done: break
+                    case .needsWritable: inbox.post(.writable(client: id))
+                    case .failed(let reason): inbox.post(.failed(client: id, reason: reason))
+                    case .tooSlow: inbox.post(.tooSlow(client: id))
+                    }
+                },
                 onCompletion: { inbox.post(.ended(client: id, $0)) }
             )
         } else if !wants, let token = client.token {
@@ -325,61 +324,59 @@ final class ServerLoop: @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ line: [UInt8], to client: Client) {
-        let dropped = client.output.append(line)
-        if dropped > 0 {
-            statistics.droppedLines += dropped
-            if client.output.dropped > configuration.maxDroppedLines {
-                statistics.slowClientsDisconnected += 1
-                close(client, reason: "did not read: \(client.output.dropped) lines dropped")
-                return
-            }
-        }
-        statistics.maxQueuedBytesPerClient = max(statistics.maxQueuedBytesPerClient, client.output.queuedBytes)
-        dirty.insert(client.id)
+    /// Writes lines from the loop (replies, notices) and acts on the outcome.
+    private func send(_ lines: [[UInt8]], to client: Client) {
+        apply(client.channel.write(lines), to: client)
     }
 
-    private func flushDirty() {
-        guard !dirty.isEmpty else { return }
-        let ids = dirty
-        dirty.removeAll(keepingCapacity: true)
-        for id in ids {
-            if let client = clients[id] { flush(client) }
+    private func apply(_ outcome: ClientChannel.Outcome, to client: Client) {
+        switch outcome {
+        case .done, .needsWritable:
+            reconcileInterest(client)
+        case .failed(let reason):
+            close(client, reason: reason)
+        case .tooSlow:
+            disconnectSlow(client)
         }
     }
 
-    private func flush(_ client: Client) {
-        let empty: Bool
-        do {
-            empty = try client.output.write { bytes throws(SocketError) in try client.socket.send(bytes) }
-        } catch {
-            close(client, reason: "\(error)")
-            return
-        }
-        if empty && client.closeWhenFlushed {
+    /// Watches the socket for writability exactly while bytes wait; closes a half-closed client
+    /// once its answers are out.
+    private func reconcileInterest(_ client: Client) {
+        guard clients[client.id] != nil else { return }
+        if client.closeWhenFlushed && client.channel.isDrained {
             close(client, reason: nil)
             return
         }
-        if empty != client.wantsWrite { return }
-        client.wantsWrite = !empty
+        let wants = client.channel.wantsWritable
+        guard wants != client.registeredWritable else { return }
+        client.registeredWritable = wants
         do {
-            try server.poller.modify(client.socket.rawDescriptor, token: client.id,
-                                     interest: empty ? .readable : [.readable, .writable])
+            try server.poller.modify(client.channel.socket.rawDescriptor, token: client.id,
+                                     interest: wants ? [.readable, .writable] : .readable)
         } catch {
             close(client, reason: "\(error)")
         }
+    }
+
+    private func disconnectSlow(_ client: Client) {
+        guard clients[client.id] != nil else { return }
+        statistics.slowClientsDisconnected += 1
+        close(client, reason: "did not read: \(client.channel.counters.dropped) lines dropped")
     }
 
     private func close(_ client: Client, reason: String?) {
         guard clients.removeValue(forKey: client.id) != nil else { return }
-        if let reason { configuration.log("client \(client.socket.peer) closed: \(reason)") }
+        if let reason { configuration.log("client \(client.peer) closed: \(reason)") }
         if let token = client.token {
             client.token = nil
             token.cancel()
         }
-        server.poller.remove(client.socket.rawDescriptor)
-        client.socket.close()
-        dirty.remove(client.id)
+        let counters = client.channel.counters
+        closedDropped += counters.dropped
+        closedMaxQueued = max(closedMaxQueued, counters.maxQueued)
+        server.poller.remove(client.channel.socket.rawDescriptor)
+        client.channel.close()
         statistics.closed += 1
         if acceptPaused { resumeAccepting() }
     }
@@ -423,17 +420,20 @@ final class ServerLoop: @unchecked Sendable {
             listener.close()
         }
         // The receiver is about to go off: tell watchers as gpsd does when a device closes.
+        for client in clients.values {
+            if let token = client.token {
+                client.token = nil
+                token.cancel()
+            }
+        }
         if activated != nil {
             activated = nil
             let line = GPSDResponse.deviceClosed(path: device.path)
             for client in clients.values where client.session.policy.enable && client.session.policy.json {
-                enqueue(line, to: client)
+                _ = client.channel.write([line])
             }
         }
-        for client in clients.values {
-            flush(client)
-            close(client, reason: nil)
-        }
+        for client in clients.values { close(client, reason: nil) }
         hold?.cancel()
         hold = nil
         chrony?.stop()
@@ -451,7 +451,18 @@ final class ServerLoop: @unchecked Sendable {
     private func publish() {
         statistics.clients = clients.count
         statistics.watchers = clients.values.reduce(0) { $0 + ($1.token == nil ? 0 : 1) }
-        statistics.queuedBytes = clients.values.reduce(0) { $0 + $1.output.queuedBytes }
+        var queued = 0
+        var dropped = closedDropped
+        var maxQueued = closedMaxQueued
+        for client in clients.values {
+            let counters = client.channel.counters
+            queued += counters.queued
+            dropped += counters.dropped
+            maxQueued = max(maxQueued, counters.maxQueued)
+        }
+        statistics.queuedBytes = queued
+        statistics.droppedLines = dropped
+        statistics.maxQueuedBytesPerClient = maxQueued
         let snapshot = statistics
         server.shared.withLock { $0.statistics = snapshot }
     }

@@ -7,7 +7,8 @@ import Testing
 
 /// The python3-gps client: watches until it has a TPV and a SKY and prints what it saw as JSON.
 private let pythonClient = """
-    import gps, json, sys
+    import gps, json, socket, sys
+    socket.setdefaulttimeout(60)  # give up instead of hanging the test
     session = gps.gps(host="127.0.0.1", port=sys.argv[1], mode=gps.WATCH_ENABLE | gps.WATCH_JSON)
     seen = {}
     while 'TPV' not in seen or 'SKY' not in seen:
@@ -24,7 +25,8 @@ struct RealClientTests {
         let gpspipe = try TestPaths.tool("/usr/bin/gpspipe", package: "gpsd-clients")
         let serve = try await ServeProcess(["--board", "simulator"])
         guard let port = serve.address.port else { throw TestSetupError("no port") }
-        let pipe = try ChildProcess(gpspipe, ["-w", "-n", "10", "127.0.0.1:\(port)"])
+        // -x 60: gpspipe gives up after a minute instead of hanging the test.
+        let pipe = try ChildProcess(gpspipe, ["-w", "-n", "10", "-x", "60", "127.0.0.1:\(port)"])
         #expect(await pipe.waitForExit() == 0, "gpspipe: \(pipe.stderrLines)")
         let objects = pipe.stdout.split(whereSeparator: \.isNewline).compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]

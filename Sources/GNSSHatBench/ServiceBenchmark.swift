@@ -1,0 +1,370 @@
+// `service`: gnss-hat serve and Debian's gpsd side by side, each reading its own pseudo-terminal fed
+// the same receiver stream at the same moments (10 Hz, paced as a 115200-baud UART), each watched by
+// one TCP client in this process. Per stream (NMEA, UBX) and service:
+//   - last byte of an epoch -> that epoch's (last) TPV at the client: p50, p99;
+//   - first position-bearing message (RMC, NAV-PVT) -> first TPV carrying that epoch's position
+//     (ours runs with --early-position; gpsd reports at the end of the cycle);
+//   - resident memory and CPU time of each service while streaming;
+//   - wake-ups per second while no client watches (context switches of every thread).
+// Environment: GNSSHAT_BENCH_RUNS (runs per stream, medians reported, default 3),
+// GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300).
+
+import Foundation
+import PiHardware
+import Synchronization
+
+enum ServiceBenchmark {
+    static let environment = ProcessInfo.processInfo.environment
+    static let runs = max(1, Int(environment["GNSSHAT_BENCH_RUNS"] ?? "") ?? 3)
+    static let measured = max(50, Int(environment["GNSSHAT_BENCH_SERVICE_EPOCHS"] ?? "") ?? 300)
+    static let warmUp = 20
+    /// Bytes per second of a 115200-baud 8N1 UART.
+    static let bytesPerSecond = 11_520.0
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func run() async throws {
+        let gnssHat = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("gnss-hat")
+        guard FileManager.default.isExecutableFile(atPath: gnssHat.path) else {
+            throw Failure(description: "\(gnssHat.path) is missing: scripts/bench.sh builds it (swift build -c release)")
+        }
+        let gpsd = URL(fileURLWithPath: "/usr/sbin/gpsd")
+        guard FileManager.default.isExecutableFile(atPath: gpsd.path) else {
+            throw Failure(description: "/usr/sbin/gpsd is missing: install Debian's gpsd (scripts/setup.sh does)")
+        }
+        var idle: [(ours: Double, gpsd: Double)] = []
+        var memory: [(ours: Double, gpsd: Double, oursPeak: Double, gpsdPeak: Double)] = []
+        for stream in ServiceStream.allCases {
+            var results: [(ours: Measurement, gpsd: Measurement)] = []
+            for _ in 0..<runs {
+                let run = try await ServiceRun(stream: stream, gnssHat: gnssHat, gpsd: gpsd).run()
+                results.append(run)
+                idle.append((run.ours.idleWakeups, run.gpsd.idleWakeups))
+                memory.append((run.ours.rss, run.gpsd.rss, run.ours.peakRSS, run.gpsd.peakRSS))
+            }
+            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+            func figure(_ key: KeyPath<Measurement, Double>) -> (Double, Double) {
+                (median(results.map { $0.ours[keyPath: key] }), median(results.map { $0.gpsd[keyPath: key] }))
+            }
+            let coverage = results.map { "ours \($0.ours.epochs)/\(measured) gpsd \($0.gpsd.epochs)/\(measured)" }
+            print("service \(stream.rawValue): \(runs) runs of \(measured) epochs at 10 Hz, 115200 baud; TPV epochs "
+                + "measured per run: \(coverage.joined(separator: "; "))")
+            var (ours, peer) = figure(\.lastByteP50)
+            Bench.report("service \(stream.rawValue) last-byte->TPV p50", ours: ours, peer: "gpsd", peerValue: peer,
+                         unit: "ms", target: "-")
+            (ours, peer) = figure(\.lastByteP99)
+            Bench.report("service \(stream.rawValue) last-byte->TPV p99", ours: ours, peer: "gpsd", peerValue: peer,
+                         unit: "ms", target: "<=1")
+            (ours, peer) = figure(\.firstPositionP50)
+            Bench.report("service \(stream.rawValue) first-position->TPV p50", ours: ours, peer: "gpsd",
+                         peerValue: peer, unit: "ms", target: "<=0.25")
+            (ours, peer) = figure(\.firstPositionP99)
+            Bench.report("service \(stream.rawValue) first-position->TPV p99", ours: ours, peer: "gpsd",
+                         peerValue: peer, unit: "ms", target: "-")
+            (ours, peer) = figure(\.cpuSeconds)
+            Bench.report("service \(stream.rawValue) CPU time while streaming", ours: ours, peer: "gpsd",
+                         peerValue: peer, unit: "s", target: "-")
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        Bench.report("service resident memory while streaming", ours: median(memory.map(\.ours)), peer: "gpsd",
+                     peerValue: median(memory.map(\.gpsd)), unit: "MB", target: "<=1")
+        Bench.report("service peak resident memory", ours: median(memory.map(\.oursPeak)), peer: "gpsd",
+                     peerValue: median(memory.map(\.gpsdPeak)), unit: "MB", target: "<=1")
+        let oursIdle = median(idle.map(\.ours))
+        let gpsdIdle = median(idle.map(\.gpsd))
+        print("bench service wake-ups while nobody watches: ours=\(Bench.format(oursIdle)) /s "
+            + "gpsd=\(Bench.format(gpsdIdle)) /s target=ours 0")
+    }
+
+    /// One service's figures in one run.
+    struct Measurement {
+        var lastByteP50 = 0.0
+        var lastByteP99 = 0.0
+        var firstPositionP50 = 0.0
+        var firstPositionP99 = 0.0
+        /// Epochs with a TPV, of those measured.
+        var epochs = 0
+        /// MB resident at the end of streaming, and the peak.
+        var rss = 0.0
+        var peakRSS = 0.0
+        var cpuSeconds = 0.0
+        var idleWakeups = 0.0
+    }
+}
+
+/// When each epoch's TPVs reached the client: the first carrying the position, and the last one.
+final class Arrivals: Sendable {
+    private struct State {
+        var firstPosition: [Int: ContinuousClock.Instant] = [:]
+        var last: [Int: ContinuousClock.Instant] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    func record(epoch: Int, hasPosition: Bool, at instant: ContinuousClock.Instant) {
+        state.withLock { state in
+            state.last[epoch] = instant
+            if hasPosition && state.firstPosition[epoch] == nil { state.firstPosition[epoch] = instant }
+        }
+    }
+
+    var firstPosition: [Int: ContinuousClock.Instant] { state.withLock { $0.firstPosition } }
+    var last: [Int: ContinuousClock.Instant] { state.withLock { $0.last } }
+}
+
+/// One run: both services on one stream.
+struct ServiceRun {
+    let stream: ServiceStream
+    let gnssHat: URL
+    let gpsd: URL
+
+    /// Index 0 is gpsd, 1 is ours.
+    func run() async throws -> (ours: ServiceBenchmark.Measurement, gpsd: ServiceBenchmark.Measurement) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-bench-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let terminals = [try PseudoTerminal(), try PseudoTerminal()]
+        let board = """
+            {"name": "bench", "title": "the service benchmark's pseudo-terminal", "chip": {"family": "ublox-gen8"},
+             "link": {"type": "uart", "path": "\(terminals[1].devicePath)", "baud": 115200, "detectSpeed": false},
+             "power": {"strategies": [], "upTimeoutSeconds": 30},
+             "configuration": {"enabled": false}, "notes": [], "sources": []}
+            """
+        let boardPath = directory.appendingPathComponent("bench.json").path
+        try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
+        let ports = [try freePort(), try freePort()]
+        let gpsdProcess = try launch(gpsd, ["-N", "-n", "-b", "-S", "\(ports[0])", terminals[0].devicePath])
+        // gpsd keeps SIGTERM blocked when its parent's thread had it blocked: SIGKILL ends it.
+        defer { kill(gpsdProcess.processIdentifier, SIGKILL) }
+        let oursProcess = try launch(gnssHat, [
+            "serve", "--board", boardPath, "--listen", "127.0.0.1:\(ports[1])", "--early-position", "--linger", "1",
+        ])
+        defer { if oursProcess.isRunning { kill(oursProcess.processIdentifier, SIGKILL) } }
+        let pids = [gpsdProcess.processIdentifier, oursProcess.processIdentifier]
+
+        var clients: [SocketConnection] = []
+        for port in ports { clients.append(try await connect(port: port)) }
+        for client in clients {
+            try client.sendAll(Array("?WATCH={\"enable\":true,\"json\":true};\n".utf8))
+            try await waitForLine(client, containing: "\"class\":\"WATCH\"")
+        }
+        for (pid, terminal) in zip(pids, terminals) { try await waitUntilOpen(pid, terminal.devicePath) }
+        try await Task.sleep(for: .milliseconds(200))
+
+        // Readers: one thread timestamps every TPV on both connections as it arrives.
+        let arrivals = [Arrivals(), Arrivals()]
+        let stop = Atomic<Bool>(false)
+        let poller = try Poller()
+        for (index, client) in clients.enumerated() {
+            try poller.add(client.rawDescriptor, token: UInt64(index), interest: .readable)
+        }
+        let connections = clients
+        let reader = try LoopThread(name: "bench-reader") {
+            var buffers: [[UInt8]] = [[], []]
+            var scratch = [UInt8](repeating: 0, count: 65536)
+            while !stop.load(ordering: .acquiring) {
+                guard let events = try? poller.wait(timeout: .milliseconds(50)) else { return }
+                for event in events {
+                    let index = Int(event.token)
+                    guard case .received(let count)? = try? scratch.withUnsafeMutableBytes({
+                        try connections[index].receive(into: $0)
+                    }) else { continue }
+                    let now = ContinuousClock.now
+                    buffers[index] += scratch[0..<count]
+                    while let newline = buffers[index].firstIndex(of: 0x0A) {
+                        Self.record(buffers[index][..<newline], at: now, into: arrivals[index])
+                        buffers[index].removeSubrange(...newline)
+                    }
+                }
+            }
+        }
+
+        // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
+        let cpuBefore = pids.map(cpuSeconds)
+        var firstWrite: [[Int: ContinuousClock.Instant]] = [[:], [:]]
+        var lastWrite: [[Int: ContinuousClock.Instant]] = [[:], [:]]
+        var random = BenchRandom(state: 7)
+        let clock = ContinuousClock()
+        let start = clock.now + .milliseconds(50)
+        let total = ServiceBenchmark.warmUp + ServiceBenchmark.measured
+        for epoch in 0..<total {
+            let messages = stream.messages(epoch: epoch, random: &random)
+            let epochStart = start + .milliseconds(100 * epoch)
+            var offset = 0
+            for (number, message) in messages.enumerated() {
+                let due = epochStart + .nanoseconds(Int64(Double(offset) / ServiceBenchmark.bytesPerSecond * 1e9))
+                try await clock.sleep(until: due, tolerance: .zero)
+                // Alternate which terminal goes first, so neither service is always second.
+                for side in epoch % 2 == 0 ? [0, 1] : [1, 0] {
+                    try terminals[side].write(message)
+                    let written = clock.now
+                    if number == 0 { firstWrite[side][epoch] = written }
+                    if number == messages.count - 1 { lastWrite[side][epoch] = written }
+                }
+                offset += message.count
+            }
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let cpuAfter = pids.map(cpuSeconds)
+        let memory = pids.map(residentMemory)
+        stop.store(true, ordering: .releasing)
+        reader.join()
+
+        var measurements = [ServiceBenchmark.Measurement(), ServiceBenchmark.Measurement()]
+        for side in 0..<2 {
+            let measuredEpochs = ServiceBenchmark.warmUp..<total
+            var lastByte: [Double] = []
+            var firstPosition: [Double] = []
+            let last = arrivals[side].last
+            let first = arrivals[side].firstPosition
+            for epoch in measuredEpochs {
+                if let arrived = last[epoch], let written = lastWrite[side][epoch] {
+                    lastByte.append(milliseconds(written.duration(to: arrived)))
+                }
+                if let arrived = first[epoch], let written = firstWrite[side][epoch] {
+                    firstPosition.append(milliseconds(written.duration(to: arrived)))
+                }
+            }
+            measurements[side].epochs = lastByte.count
+            measurements[side].lastByteP50 = percentile(lastByte, 0.5)
+            measurements[side].lastByteP99 = percentile(lastByte, 0.99)
+            measurements[side].firstPositionP50 = percentile(firstPosition, 0.5)
+            measurements[side].firstPositionP99 = percentile(firstPosition, 0.99)
+            measurements[side].cpuSeconds = cpuAfter[side] - cpuBefore[side]
+            measurements[side].rss = memory[side].rss
+            measurements[side].peakRSS = memory[side].peak
+        }
+
+        // Idle: nobody watches; ours powers the receiver off after its 1 s linger.
+        for client in clients { client.close() }
+        try await Task.sleep(for: .seconds(3))
+        let switchesBefore = pids.map(contextSwitches)
+        let idleStart = clock.now
+        try await Task.sleep(for: .seconds(5))
+        let idleSeconds = Double(idleStart.duration(to: clock.now).components.seconds)
+            + Double(idleStart.duration(to: clock.now).components.attoseconds) / 1e18
+        let switchesAfter = pids.map(contextSwitches)
+        for side in 0..<2 {
+            measurements[side].idleWakeups = Double(switchesAfter[side] - switchesBefore[side]) / idleSeconds
+        }
+
+        kill(oursProcess.processIdentifier, SIGTERM)
+        oursProcess.waitUntilExit()
+        if oursProcess.terminationStatus != 0 {
+            throw ServiceBenchmark.Failure(description: "gnss-hat serve exited \(oursProcess.terminationStatus)")
+        }
+        return (measurements[1], measurements[0])
+    }
+
+    /// Records a TPV line: its epoch (from its time) and whether it carries a position.
+    static func record(_ line: ArraySlice<UInt8>, at instant: ContinuousClock.Instant, into arrivals: Arrivals) {
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("{\"class\":\"TPV\""), let range = text.range(of: "\"time\":\"") else { return }
+        let rest = text[range.upperBound...]
+        guard let end = rest.firstIndex(of: "\""), let epoch = ServiceStream.epochIndex(time: rest[..<end]) else {
+            return
+        }
+        arrivals.record(epoch: epoch, hasPosition: text.contains("\"lat\":"), at: instant)
+    }
+
+    // MARK: - Processes and /proc
+
+    func launch(_ executable: URL, _ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    func freePort() throws -> UInt16 {
+        let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
+        defer { listener.close() }
+        guard let port = listener.address.port else { throw ServiceBenchmark.Failure(description: "no port") }
+        return port
+    }
+
+    func connect(port: UInt16) async throws -> SocketConnection {
+        for _ in 0..<200 {
+            if let connection = try? SocketConnection.connect(to: .ipv4("127.0.0.1", port: port)) { return connection }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw ServiceBenchmark.Failure(description: "nothing listens on 127.0.0.1:\(port)")
+    }
+
+    func waitForLine(_ connection: SocketConnection, containing text: String) async throws {
+        var received: [UInt8] = []
+        for _ in 0..<100 {
+            received += try connection.receive(timeout: .milliseconds(100))
+            if String(decoding: received, as: UTF8.self).contains(text) { return }
+        }
+        throw ServiceBenchmark.Failure(description: "no \(text) from the service")
+    }
+
+    func waitUntilOpen(_ pid: Int32, _ path: String) async throws {
+        for _ in 0..<400 {
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            for fd in descriptors
+            where (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == path {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw ServiceBenchmark.Failure(description: "process \(pid) never opened \(path)")
+    }
+
+    /// User plus system CPU time of every thread (`/proc/PID/stat` fields 14 and 15).
+    func cpuSeconds(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")")
+        else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14, stime 15 (1-based), so 11 and 12 here.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// VmRSS and VmHWM of `/proc/PID/status`, in MB.
+    func residentMemory(_ pid: Int32) -> (rss: Double, peak: Double) {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+        func field(_ name: String) -> Double {
+            for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
+                let number = line.split(separator: " ").compactMap { Double($0) }.first ?? 0
+                return number / 1024
+            }
+            return 0
+        }
+        return (field("VmRSS"), field("VmHWM"))
+    }
+
+    /// Voluntary and involuntary context switches of every thread: how often the process woke up.
+    func contextSwitches(_ pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var total = 0
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
+                continue
+            }
+            for line in text.split(separator: "\n") where line.contains("ctxt_switches:") {
+                total += Int(line.split(separator: "\t").last ?? "") ?? 0
+            }
+        }
+        return total
+    }
+
+    func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+
+    func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * fraction).rounded()))]
+    }
+}
