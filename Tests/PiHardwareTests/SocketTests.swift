@@ -227,7 +227,7 @@ struct PollerTests {
 
 @Suite("Termination signals", .serialized)
 struct SignalWatcherTests {
-    @Test("SIGTERM and SIGINT become readable bytes on the watcher's pipe, in order")
+    @Test("SIGTERM and SIGINT become readable bytes on the watcher's pipe")
     func signals() throws {
         let watcher = try SignalWatcher()
         let poller = try Poller()
@@ -240,7 +240,8 @@ struct SignalWatcherTests {
             received += watcher.drain()
             if received.count < 2 { _ = try poller.wait(timeout: .milliseconds(20)) }
         }
-        #expect(received == [.terminate, .interrupt])
+        // Two pending signals may be delivered in either order (the kernel takes the lower number first).
+        #expect(Set(received) == [.terminate, .interrupt] && received.count == 2)
         #expect(watcher.drain().isEmpty)
         watcher.close()
     }
