@@ -248,7 +248,11 @@ struct ServiceRun {
             + Double(idleStart.duration(to: clock.now).components.attoseconds) / 1e18
         let switchesAfter = pids.map(contextSwitches)
         for side in 0..<2 {
-            measurements[side].idleWakeups = Double(switchesAfter[side] - switchesBefore[side]) / idleSeconds
+            // Per thread, so that a thread ending in the window does not subtract; a thread that
+            // ended takes its last switches with it (counted from its start if it began here).
+            var woke = 0
+            for (thread, after) in switchesAfter[side] { woke += after - (switchesBefore[side][thread] ?? 0) }
+            measurements[side].idleWakeups = Double(woke) / idleSeconds
         }
 
         kill(oursProcess.processIdentifier, SIGTERM)
@@ -343,19 +347,19 @@ struct ServiceRun {
         return (field("VmRSS"), field("VmHWM"))
     }
 
-    /// Voluntary and involuntary context switches of every thread: how often the process woke up.
-    func contextSwitches(_ pid: Int32) -> Int {
+    /// Voluntary and involuntary context switches of each thread: how often it woke up.
+    func contextSwitches(_ pid: Int32) -> [String: Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var total = 0
+        var switches: [String: Int] = [:]
         for task in tasks {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
                 continue
             }
             for line in text.split(separator: "\n") where line.contains("ctxt_switches:") {
-                total += Int(line.split(separator: "\t").last ?? "") ?? 0
+                switches[task, default: 0] += Int(line.split(separator: "\t").last ?? "") ?? 0
             }
         }
-        return total
+        return switches
     }
 
     func milliseconds(_ duration: Duration) -> Double {

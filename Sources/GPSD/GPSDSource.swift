@@ -3,6 +3,7 @@
 // powered exactly while somebody watches (plus the receiver's linger).
 
 public import Signals
+import Synchronization
 
 /// A moment as gpsd's PPS and TOFF objects and chrony's SOCK samples give it: what the receiver
 /// says the time was (`real`) and what the system clock said at that moment (`clock`), both in
@@ -73,6 +74,27 @@ public struct GPSDDevice: Hashable, Sendable {
     }
 }
 
+/// How many watching clients want NMEA sentences or raw frames: a source can skip making
+/// pass-through events nobody asked for. The server keeps it current.
+public final class PassThroughDemand: Sendable {
+    private let watchers = Atomic<Int>(0)
+
+    public init() {}
+
+    /// A demand fixed at `wanted` (for tests and tools that want every event).
+    public convenience init(wanted: Bool) {
+        self.init()
+        set(wanted ? 1 : 0)
+    }
+
+    /// Whether any watcher wants sentences or frames.
+    public var isWanted: Bool { watchers.load(ordering: .relaxed) > 0 }
+
+    func set(_ count: Int) {
+        watchers.store(count, ordering: .relaxed)
+    }
+}
+
 /// Where a service's reports come from.
 public struct GPSDSource: Sendable {
     /// The device DEVICE and DEVICES objects describe.
@@ -90,14 +112,18 @@ public struct GPSDSource: Sendable {
     /// Stops the receiver at once (no linger) and waits until it is powered off: the service's last
     /// act before it exits.
     public var shutdown: @Sendable () async -> Void
+    /// Whether any watcher wants `.sentence` and `.frame` events (the server updates it).
+    public let passThroughDemand: PassThroughDemand
 
     public init(
         device: GPSDDevice,
         events: RefCountedSignal<GPSDEvent>,
         activity: (@Sendable () -> AsyncStream<Bool>)? = nil,
         configure: (@Sendable (DeviceChange) async throws -> GPSDDevice)? = nil,
-        shutdown: (@Sendable () async -> Void)? = nil
+        shutdown: (@Sendable () async -> Void)? = nil,
+        passThroughDemand: PassThroughDemand = PassThroughDemand()
     ) {
+        self.passThroughDemand = passThroughDemand
         self.device = device
         self.events = events
         self.activity = activity ?? { Self.activity(of: events) }

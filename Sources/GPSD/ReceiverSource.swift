@@ -30,8 +30,9 @@ extension GPSDSource {
         let device = GPSDDevice(receiver: receiver)
         let upstream = Lock<SignalToken?>(nil)
         let path = device.path
+        let demand = PassThroughDemand()
         let events = RefCountedSignal<GPSDEvent>(configuration: SignalConfiguration(replay: .none)) { emitter in
-            let encoder = Lock(ReportEncoder(device: path, earlyPosition: options.earlyPosition))
+            let encoder = Lock(ReportEncoder(device: path, earlyPosition: options.earlyPosition, demand: demand))
             let token = receiver.events.subscribe(onValue: { event in
                 let now = WallClock.now()
                 encoder.withLock { $0.consume(event, at: now, monotonicNow: WallClock.monotonicNow()) { emitter.send($0) } }
@@ -67,7 +68,8 @@ extension GPSDSource {
             shutdown: {
                 await events.shutdown()
                 await receiver.shutdown()
-            }
+            },
+            passThroughDemand: demand
         )
     }
 }
@@ -108,6 +110,8 @@ extension GPSDDevice {
 struct ReportEncoder {
     let device: String
     let earlyPosition: Bool
+    /// Sentences and frames are encoded again only while a watcher wants them.
+    let demand: PassThroughDemand
     private var assembler = EpochAssembler()
     /// Wall-clock time of the first message of the epoch in progress.
     private var epochStart: Int64?
@@ -115,9 +119,10 @@ struct ReportEncoder {
     private var earlySent = false
     private var buffer: [UInt8] = []
 
-    init(device: String, earlyPosition: Bool) {
+    init(device: String, earlyPosition: Bool, demand: PassThroughDemand = PassThroughDemand(wanted: true)) {
         self.device = device
         self.earlyPosition = earlyPosition
+        self.demand = demand
         buffer.reserveCapacity(4096)
     }
 
@@ -144,6 +149,11 @@ struct ReportEncoder {
 
     mutating func consume(_ message: Message, at now: Int64, emit: (GPSDEvent) -> Void) {
         if epochStart == nil { epochStart = now }
+        if demand.isWanted { passThrough(message, emit: emit) }
+        assemble(message, at: now, emit: emit)
+    }
+
+    private func passThrough(_ message: Message, emit: (GPSDEvent) -> Void) {
         switch message {
         case .nmea(let sentence):
             emit(.sentence(Self.bytes(of: sentence)))
@@ -152,6 +162,9 @@ struct ReportEncoder {
         case .rtcm3(let frame):
             emit(.frame(Array(frame.bytes)))
         }
+    }
+
+    private mutating func assemble(_ message: Message, at now: Int64, emit: (GPSDEvent) -> Void) {
         var epochs: [Epoch] = []
         assembler.consume(message) { epochs.append($0) }
         if epochs.isEmpty {

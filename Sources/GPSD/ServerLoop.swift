@@ -449,6 +449,10 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     private func publish() {
+        server.source.passThroughDemand.set(clients.values.reduce(0) { count, client in
+            let policy = client.session.policy
+            return count + (policy.enable && (policy.nmea || policy.raw > 0) ? 1 : 0)
+        })
         statistics.clients = clients.count
         statistics.watchers = clients.values.reduce(0) { $0 + ($1.token == nil ? 0 : 1) }
         var queued = 0

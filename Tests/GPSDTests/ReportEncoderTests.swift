@@ -86,6 +86,19 @@ struct ReportEncoderTests {
         #expect(early.dropFirst().first?.event == firstComplete.event)
     }
 
+    @Test("with no watcher wanting them, sentences are not encoded again; the reports still come")
+    func noDemand() throws {
+        var encoder = ReportEncoder(device: "/dev/ttyS0", earlyPosition: false, demand: PassThroughDemand())
+        var kinds: [String] = []
+        for sentence in epochs {
+            for message in try messages(sentence) {
+                encoder.consume(message, at: 0) { kinds.append(String(describe($0).prefix(4))) }
+            }
+        }
+        #expect(!kinds.contains("NMEA"))
+        #expect(kinds.filter { $0 == "TPV " }.count == 2)
+    }
+
     @Test("a PPS edge on the monotonic clock is moved to the wall clock; its second is the nearest one")
     func pulse() {
         var encoder = ReportEncoder(device: "/dev/ttyS0", earlyPosition: false)

@@ -84,6 +84,26 @@ struct ServerTests {
         await server.shutdown()
     }
 
+    @Test("the source is told whether any watcher wants sentences or frames")
+    func passThroughDemand() async throws {
+        let fake = FakeSource()
+        let source = fake.source()
+        let server = try makeServer(source)
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let json = try hub.connect(to: server.addresses[0])
+        try json.send("?WATCH={\"enable\":true,\"json\":true};")
+        _ = try await json.object(ofClass: "WATCH")
+        #expect(!source.passThroughDemand.isWanted)
+        let nmea = try hub.connect(to: server.addresses[0])
+        try nmea.send("?WATCH={\"enable\":true,\"nmea\":true};")
+        _ = try await nmea.object(ofClass: "WATCH")
+        await waitUntil { source.passThroughDemand.isWanted }
+        nmea.close()
+        await waitUntil { !source.passThroughDemand.isWanted }
+        await server.shutdown()
+    }
+
     @Test("PPS goes to json and pps watchers, TOFF to pps watchers only")
     func timing() async throws {
         let fake = FakeSource()
