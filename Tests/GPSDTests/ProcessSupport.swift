@@ -101,30 +101,46 @@ final class ChildProcess: @unchecked Sendable {
                 _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
             }
         }
-        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            self?.changed { this in
-                if data.isEmpty {
-                    this.openPipes -= 1
-                    return
-                }
-                this.partial += data
+        process.terminationHandler = { [weak self] _ in self?.changed { $0.exited = true } }
+        try process.run()
+        // Each pipe is drained by its own thread with blocking reads: corelibs Foundation's
+        // readabilityHandler has been seen to never fire here, which hung the tests.
+        let errorDescriptor = errorPipe.fileHandleForReading.fileDescriptor
+        let outputDescriptor = outputPipe.fileHandleForReading.fileDescriptor
+        // The threads hold the process weakly, so that its deinit still kills a child left running.
+        Thread.detachNewThread { [weak self] in
+            ChildProcess.drain(errorDescriptor, into: self) { this, bytes in
+                this.partial += bytes
                 while let newline = this.partial.firstIndex(of: 0x0A) {
                     this.errorLines.append(String(decoding: this.partial[..<newline], as: UTF8.self))
                     this.partial.removeSubrange(...newline)
                 }
             }
-            if data.isEmpty { handle.readabilityHandler = nil }
         }
-        outputPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            self?.changed { this in
-                if data.isEmpty { this.openPipes -= 1 } else { this.outputData += data }
+        Thread.detachNewThread { [weak self] in
+            ChildProcess.drain(outputDescriptor, into: self) { this, bytes in
+                this.outputData.append(contentsOf: bytes)
             }
-            if data.isEmpty { handle.readabilityHandler = nil }
         }
-        process.terminationHandler = { [weak self] _ in self?.changed { $0.exited = true } }
-        try process.run()
+    }
+
+    /// Reads `descriptor` until its end (every writer closed), handing each chunk to `append` under
+    /// the lock; the end counts one pipe closed.
+    private static func drain(
+        _ descriptor: Int32, into owner: ChildProcess?, _ append: (ChildProcess, ArraySlice<UInt8>) -> Void
+    ) {
+        weak let owner = owner
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard let process = owner else { return }
+            if count <= 0 {
+                process.changed { $0.openPipes -= 1 }
+                return
+            }
+            process.changed { append($0, buffer[..<count]) }
+        }
     }
 
     private func changed(_ update: (ChildProcess) -> Void) {
