@@ -52,7 +52,7 @@ let package = Package(
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
         .executableTarget(
             name: "gnss-hat-hil",
-            dependencies: ["PiHardware", "CGPIOD", "CI2C", "CLinuxShims"],
+            dependencies: ["GNSSHat", "GNSSProtocol", "Signals", "PiHardware", "CGPIOD", "CI2C", "CLinuxShims"],
             swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
         ),
         // Counts heap allocations for GNSSHatBench (interposes malloc; never linked into the product).

@@ -1,14 +1,13 @@
 // The scenario list. The rig scenarios here prove the rig end to end (static link, libgpiod
 // in the guest, I2C_RDWR on the simulated receiver, the verdict path) with plain C calls;
-// PiHardwareScenarios.swift runs the real PiHardware drivers against the simulated hat. The
-// Receiver scenarios (power follows subscriptions over DDC and UART, NAK storm) join this list
-// as their code lands, each one `Scenario("group.name") { ... }` using SimulatedLines and
-// SimulatedDDC to watch and drive the hat from outside.
+// PiHardwareScenarios.swift runs the real PiHardware drivers against the simulated hat;
+// ReceiverScenarios.swift runs the real Receiver (power follows subscriptions over DDC and
+// UART, NAK storm, busy line) against a simulated receiver played from outside by HatSimulator.
 import CGPIOD
 import Glibc
 
 /// Every scenario, in run order.
-let scenarios: [Scenario] = rigScenarios + piHardwareScenarios
+let scenarios: [Scenario] = rigScenarios + piHardwareScenarios + receiverScenarios
 
 /// The rig's own scenarios: plain C calls, no project code.
 let rigScenarios: [Scenario] = [

@@ -56,6 +56,8 @@ check_boot_devices() {
     [ -c $DDC_CTL ] || fail "no $DDC_CTL"
     bus=$(ddc_bus) || fail "no I2C adapter named ubx-ddc-sim"
     [ -c "/dev/i2c-$bus" ] || fail "no /dev/i2c-$bus"
+    # The rig's board files name the bus by number (insmod ubx_ddc_sim bus=$DDC_BUS in /init).
+    [ "$bus" = "$DDC_BUS" ] || fail "the ubx-ddc-sim adapter is i2c-$bus, not i2c-$DDC_BUS"
 }
 
 check_gpio_names() {
@@ -233,7 +235,7 @@ check_modules_reload() {
     rdwr w1@0x10 0xfd r2 >/dev/null || fail "no receiver at the address given"
     rmmod ubx_ddc_sim gnss_gpio_sim
     insmod /lib/modules/gnss_gpio_sim.ko
-    insmod /lib/modules/ubx_ddc_sim.ko
+    insmod /lib/modules/ubx_ddc_sim.ko bus="$DDC_BUS"
     gpiodetect | grep -q "\[gnss-hat-sim\] (6 lines)" || fail "the default chip did not come back"
 }
 

@@ -11,7 +11,8 @@
 #   --console             show the guest console even when everything passed
 #   --shell               console on this terminal and a shell in the guest after the checks
 #   -v, --verbose         stream the guest console live, with kernel messages and traced checks
-#   --self-test-failure   add a check that must fail, to prove a failure fails the run
+#   --self-test-failure   add a check that must fail and break the Receiver scenarios' driver
+#                         (the enable line is never set), to prove a failure fails the run
 #   --timeout SECONDS     limit for the VM (default 240)
 #   --accel auto|tcg|kvm  QEMU accelerator (default auto: KVM only if a probe boot works)
 #
@@ -198,7 +199,7 @@ BUSYBOX=/bin/busybox
 file -L "$BUSYBOX" | grep -q 'statically linked' || die "$BUSYBOX is not static (install busybox-static)"
 # Shared libraries of the (dynamically linked) diagnostic tools, with the loader.
 libs=$(ldd "${GPIO_TOOLS[@]}" "${I2C_TOOLS[@]}" | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}' | sort -u)
-inputs=("$SRC/init" "$SRC/checks.sh" "$BUSYBOX" "$KDIR/modules"/*.ko "$MDIR"/ko/*.ko
+inputs=("$SRC/init" "$SRC/checks.sh" "$SRC"/boards/*.json "$BUSYBOX" "$KDIR/modules"/*.ko "$MDIR"/ko/*.ko
     "${GPIO_TOOLS[@]}" "${I2C_TOOLS[@]}" $libs)
 for entry in "${swift_bins[@]}"; do inputs+=("${entry#*:}"); done
 initrd_key=$( (printf '%s\n' "${swift_bins[@]}" "${inputs[@]}"; sha256sum "${inputs[@]}" | cut -c1-64) |
@@ -212,6 +213,8 @@ if [ ! -f "$INITRD" ]; then
     cp "$BUSYBOX" "$stage/bin/busybox"
     cp "$SRC/init" "$stage/init"
     cp "$SRC/checks.sh" "$stage/hil/checks.sh"
+    mkdir -p "$stage/hil/boards"
+    cp "$SRC"/boards/*.json "$stage/hil/boards/"
     chmod 755 "$stage/init"
     cp "$KDIR"/modules/*.ko "$MDIR"/ko/*.ko "$stage/lib/modules/"
     cp "${GPIO_TOOLS[@]}" "$stage/usr/bin/"

@@ -4,7 +4,8 @@
  *
  * Registers an I2C adapter named "ubx-ddc-sim" that implements plain I2C transfers, so
  * i2c-dev's I2C_RDWR ioctl reaches it exactly as on a Raspberry Pi. One device answers,
- * at address 0x42 (parameter addr=); every other address is not acknowledged.
+ * at address 0x42 (parameter addr=); every other address is not acknowledged. The adapter
+ * takes bus number bus= (the rig loads it as bus 1, a Pi's header bus) or the next free one.
  *
  * The device follows u-blox's DDC register model:
  *   - a write of one byte sets the current address (the register pointer);
@@ -55,6 +56,9 @@
 static unsigned short addr = 0x42;
 module_param(addr, ushort, 0444);
 MODULE_PARM_DESC(addr, "7-bit address of the simulated receiver");
+static int bus = -1;
+module_param(bus, int, 0444);
+MODULE_PARM_DESC(bus, "I2C bus number of the adapter (/dev/i2c-N); -1 (default): the next free one");
 
 struct ddc_sim {
 	struct i2c_adapter adapter;
@@ -496,10 +500,11 @@ static int __init ddc_sim_init(void)
 
 	sim.adapter.owner = THIS_MODULE;
 	sim.adapter.algo = &ddc_algorithm;
-	sim.adapter.nr = -1;
+	/* A fixed number lets a board file name the bus, as a Pi's board files say bus 1. */
+	sim.adapter.nr = bus < 0 ? -1 : bus;
 	strscpy(sim.adapter.name, DDC_ADAPTER_NAME, sizeof(sim.adapter.name));
 	i2c_set_adapdata(&sim.adapter, &sim);
-	ret = i2c_add_adapter(&sim.adapter);
+	ret = i2c_add_numbered_adapter(&sim.adapter);
 	if (ret) {
 		misc_deregister(&sim.misc);
 		return ret;
