@@ -50,14 +50,19 @@ swift test --sanitize=thread --scratch-path .build/tsan --filter SignalsTests
 step "emulated hardware-in-loop (QEMU; scripts/hil/README.md)"
 scripts/hil/run.sh
 
-step "hardware-in-loop rig self-test: a failing check must fail the run"
+step "hardware-in-loop rig self-test: a failing check and a broken driver must fail the run"
+# One more boot of the same initramfs: the shell check that must fail, and the Receiver's DDC
+# scenario with a driver that never sets the enable line (both libgpiod builds).
 hil_status=0
-scripts/hil/run.sh --no-swift --self-test-failure --only selftest.broken-driver >.build/hil-selftest.log 2>&1 ||
-    hil_status=$?
-if [ "$hil_status" -ne 1 ] || ! grep -q '^  HIL-CHECK selftest.broken-driver FAIL' .build/hil-selftest.log; then
-    cat .build/hil-selftest.log
-    echo "test: the rig did not report the deliberately failing check (exit $hil_status)" >&2
-    exit 1
-fi
+scripts/hil/run.sh --self-test-failure --only selftest.broken-driver --only 'v*.receiver.ddc-power-cycle' \
+    >.build/hil-selftest.log 2>&1 || hil_status=$?
+for expected in 'selftest.broken-driver FAIL' 'v1.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high' \
+    'v2.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high'; do
+    if [ "$hil_status" -ne 1 ] || ! grep -q "^  HIL-CHECK $expected" .build/hil-selftest.log; then
+        cat .build/hil-selftest.log
+        echo "test: the rig did not report the deliberate failure '$expected' (exit $hil_status)" >&2
+        exit 1
+    fi
+done
 
 step "all passed in $((SECONDS - start)) s"
