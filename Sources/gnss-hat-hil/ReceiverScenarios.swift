@@ -71,11 +71,11 @@ final class Collector<Value: Sendable>: Sendable {
 
     private let state = Shared(State())
     private let subscription: SignalSubscription<Value>
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let task: Task<Void, Never>
 
     init(_ subscription: SignalSubscription<Value>) {
         self.subscription = subscription
-        let task = Task { [state] in
+        task = Task { [state] in
             do {
                 for try await value in subscription {
                     state.withLock { $0.values.append(value) }
@@ -85,7 +85,6 @@ final class Collector<Value: Sendable>: Sendable {
             }
             state.withLock { $0.ended = true }
         }
-        self.task.withLock { $0 = task }
     }
 
     var values: [Value] { state.withLock { $0.values } }
@@ -95,7 +94,7 @@ final class Collector<Value: Sendable>: Sendable {
     /// Ends the subscription (the Receiver's subscriber count drops) and waits for the task.
     func cancel() async {
         subscription.cancel()
-        await task.withLock { $0 }?.value
+        await task.value
     }
 }
 
