@@ -1,7 +1,7 @@
 // A fake serial port: an in-memory byte stream with a far side the test plays.
 import Dispatch
 public import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `ByteLink` (a serial port, a DDC link): the test feeds bytes the "receiver"
 /// sends with `feed`, reads what the code under test wrote from `written`, can answer writes
@@ -22,7 +22,7 @@ public final class FakeByteLink: ByteLink {
         var onWrite: (@Sendable ([UInt8]) -> [UInt8])?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let signal = DispatchSemaphore(value: 0)
 
     public init(name: String = "/dev/ttyFAKE0") {

@@ -1,7 +1,7 @@
 // A fake set of GPIO lines: outputs record every level driven, inputs emit edges on demand.
 import Dispatch
 public import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `GPIOLines`: hands out `FakeOutputLine`s and `FakeEdgeSource`s by address,
 /// remembers them so a test can inspect or drive them, and can make a request fail the way a
@@ -15,7 +15,7 @@ public final class FakeGPIO: GPIOLines {
         var requests: [GPIOLineAddress] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 
@@ -92,12 +92,12 @@ public final class FakeOutputLine: OutputLine {
         var released = false
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     public init(name: String = "fake line", initiallyActive: Bool = false, activeLow: Bool = false) {
         self.name = name
         self.activeLow = activeLow
-        self.state = Mutex(State(levels: [initiallyActive]))
+        self.state = Lock(State(levels: [initiallyActive]))
     }
 
     /// Every logical level the line had, starting with the initial one.
@@ -155,7 +155,7 @@ public final class FakeEdgeSource: EdgeEventSource {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let signal = DispatchSemaphore(value: 0)
 
     public init(name: String = "fake edges", edges: GPIOEdges = .rising) {

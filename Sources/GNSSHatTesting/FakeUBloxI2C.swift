@@ -1,6 +1,6 @@
 // A fake I2C bus with a u-blox receiver's DDC port on it, glitches on demand.
 public import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `I2CBus`: behaves like a u-blox DDC slave at one address.
 ///
@@ -38,7 +38,7 @@ public final class FakeUBloxI2C: I2CBus {
         var countOverride: UInt16?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init(name: String = "/dev/i2c-fake", address: UInt16 = UBloxDDC.defaultAddress) {
         self.name = name
