@@ -388,11 +388,13 @@ final class HardwareSession: Sendable {
 
     // MARK: - Stop
 
-    /// The power-off sequence: every strategy's off action in reverse order (each tried even if
-    /// an earlier one failed), then the link closes. Never throws: failures are recorded.
+    /// The power-off sequence: reading stops first (so nothing polls a receiver whose power is
+    /// going), then every strategy's off action in reverse order (each tried even if an earlier
+    /// one failed), then the link closes. Never throws: failures are recorded.
     func stop() async {
         await stopPPS()
         let transport = state.withLock { $0.transport }
+        await transport?.stopReading()
         let runner = PowerStrategyRunner(session: self, transport: transport)
         var failures: [String] = []
         for strategy in board.power.strategies.reversed() {

@@ -14,6 +14,9 @@ protocol Transport: AnyObject, Sendable {
     func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void)
     /// Sends bytes to the receiver.
     func send(_ bytes: [UInt8]) async throws
+    /// Stops reading (no more reads or polls; sends still work, for a power-off command); returns
+    /// once nothing reads any more.
+    func stopReading() async
     /// Stops reading and closes the link; returns once nothing reads any more.
     func close() async
 }
@@ -85,7 +88,7 @@ final class UARTTransport: Transport {
         try await onQueue(writeQueue) { try link.write(bytes) }
     }
 
-    func close() async {
+    func stopReading() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ended = state.withLock { state -> Bool in
                 state.running = false
@@ -95,6 +98,10 @@ final class UARTTransport: Transport {
             }
             if ended { continuation.resume() }
         }
+    }
+
+    func close() async {
+        await stopReading()
         link.close()
     }
 }
@@ -192,12 +199,17 @@ final class DDCTransport: Transport {
         try await onQueue(queue) { try port.write(bytes) }
     }
 
-    func close() async {
+    func stopReading() async {
         let task = poller.withLock { task -> Task<Void, Never>? in
             defer { task = nil }
             return task
         }
         task?.cancel()
         await task?.value
+    }
+
+    /// Polling stops; the bus descriptor closes when the session lets go of this transport.
+    func close() async {
+        await stopReading()
     }
 }

@@ -35,6 +35,8 @@ final class HatSimulator: Sendable {
         var powered = false
         var inReset = false
         var hostBytes = 0
+        /// The DDC adapter's transfer count when the supply was last seen going off.
+        var transfersAtPowerOff: UInt64?
         var outputBytes = 0
         var droppedOutput = 0
         var failure: String?
@@ -90,6 +92,10 @@ final class HatSimulator: Sendable {
     var powerChanges: [Bool] { state.withLock { $0.powerChanges } }
     /// Whether the simulator sees its supply on now.
     var isPowered: Bool { state.withLock { $0.powered } }
+
+    /// The DDC adapter's transfer count read as soon as the supply was seen going off (nil
+    /// before, or on a UART): no poll may come after it.
+    var transfersAtPowerOff: UInt64? { state.withLock { $0.transfersAtPowerOff } }
     /// Bytes the host sent that reached the receiver.
     var hostBytes: Int { state.withLock { $0.hostBytes } }
     /// Receiver output that could not be delivered (a full DDC buffer, a terminal nobody reads).
@@ -168,6 +174,12 @@ final class HatSimulator: Sendable {
                     changes.1 = on
                 }
                 return changes
+            }
+            if changePower == false, case .ddc = port {
+                // Read at once (poll(2) woke on the edge): the session stops polling before it
+                // switches the supply off, so this count is final.
+                let transfers = try? SimulatedDDC().stats()["transfers"]
+                state.withLock { $0.transfersAtPowerOff = transfers ?? nil }
             }
             if let changeReset { receiver.setReset(changeReset) }
             if let changePower { receiver.setMainPower(changePower) }

@@ -259,6 +259,11 @@ func checkPowerCycle(link: RigLink) async throws {
             // (Output the receiver sent after the last poll may still wait: count from here.)
             let before = try ddc.stats()
             let transfers = before["transfers"] ?? 0
+            guard let atPowerOff = simulator.transfersAtPowerOff else {
+                throw ScenarioFailure("the simulator read no transfer count when GNSS_PWR_EN went low")
+            }
+            try expect(transfers == atPowerOff,
+                       "\(transfers - atPowerOff) transfers on the adapter after GNSS_PWR_EN went low")
             let pending = (before["pending"] ?? 0) + UInt64(navStatusPoll.count)
             try ddc.feed(navStatusPoll)
             try await Task.sleep(for: .seconds(2))
