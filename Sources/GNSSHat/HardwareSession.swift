@@ -191,7 +191,7 @@ final class HardwareSession: Sendable {
         }
     }
 
-    private func openTransport() throws(ReceiverError) -> any Transport {
+    func openTransport() throws(ReceiverError) -> any Transport {
         switch board.link {
         case .uart(let uart):
             return try openUART(path: uart.path, speed: uart.baud, rtsCts: uart.rtsCts)
@@ -432,6 +432,9 @@ final class HardwareSession: Sendable {
         }
         for waiter in ready { waiter.resume() }
     }
+
+    /// The transport of the running session, if one runs.
+    var currentTransport: (any Transport)? { state.withLock { $0.transport } }
 
     /// Releases the lines (the Receiver shuts down).
     func release() {

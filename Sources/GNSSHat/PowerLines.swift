@@ -69,6 +69,16 @@ final class PowerLines: Sendable {
         outputs.withLock { $0[role] != nil }
     }
 
+    /// Each held output line's role and its logical value read back from the line (nil when
+    /// the read fails), in role order.
+    func levels() -> [(role: LineRole, asserted: Bool?)] {
+        let held = outputs.withLock { $0 }
+        return LineRole.allCases.compactMap { role in
+            guard let line = held[role] else { return nil }
+            return (role, try? line.isActive())
+        }
+    }
+
     /// The PPS edge source, requested on first use; nil when the board has no PPS line.
     func pps() throws(ReceiverError) -> (any EdgeEventSource)? {
         guard let line = board.gpio.pps else { return nil }

@@ -16,6 +16,8 @@ public enum ReceiverError: Error, Sendable, CustomStringConvertible {
     case configurationRejected(command: String, detail: String)
     /// A configuration command was not acknowledged after every attempt.
     case configurationTimedOut(command: String, attempts: Int)
+    /// A command was addressed to the receiver while no session ran (nobody subscribed).
+    case notRunning
 
     public var description: String {
         switch self {
@@ -34,6 +36,8 @@ public enum ReceiverError: Error, Sendable, CustomStringConvertible {
         case .configurationTimedOut(let command, let attempts):
             "no acknowledgement of \(command) after \(attempts) attempt\(attempts == 1 ? "" : "s")"
                 + " (set configuration.enabled to false for a read-only receiver)"
+        case .notRunning:
+            "the receiver is not running (no session: subscribe first)"
         }
     }
 

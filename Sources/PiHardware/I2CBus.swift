@@ -19,6 +19,10 @@ public protocol I2CBus: AnyObject, Sendable {
     /// Sends `segments` to the device at 7-bit `address` as one combined transfer (one STOP at
     /// the end) and returns the bytes of each `.read` segment, in order.
     func transfer(address: UInt16, _ segments: [I2CSegment]) throws(I2CError) -> [[UInt8]]
+
+    /// Whether a device acknowledges the 7-bit `address`. Nothing answering (`ENXIO`, a NAK) is
+    /// `false`; any other failure throws.
+    func probe(address: UInt16) throws(I2CError) -> Bool
 }
 
 extension I2CBus {
@@ -35,6 +39,19 @@ extension I2CBus {
     /// Reads `count` bytes in one transfer.
     public func read(address: UInt16, count: Int) throws(I2CError) -> [UInt8] {
         try transfer(address: address, [.read(count)]).first ?? []
+    }
+
+    /// The default probe: a one-byte read, as `i2cdetect -r` does (test doubles use this one).
+    public func probe(address: UInt16) throws(I2CError) -> Bool {
+        do {
+            _ = try read(address: address, count: 1)
+            return true
+        } catch {
+            switch error {
+            case .noDevice, .nak: return false
+            default: throw error
+            }
+        }
     }
 }
 
@@ -83,6 +100,34 @@ public final class I2CAdapter: I2CBus {
         return try descriptor.withLock { fd throws(I2CError) -> [[UInt8]] in
             guard fd >= 0 else { throw .closed(device: path) }
             return try perform(fd, address: address, segments)
+        }
+    }
+
+    /// Whether a device acknowledges `address`: `ioctl(I2C_SLAVE)` selects it, then libi2c's
+    /// `i2c_smbus_write_quick` sends just the address with the write bit, as `i2cdetect -q` does.
+    /// A u-blox receiver acknowledges it without side effects. `EBUSY` from `I2C_SLAVE` (a kernel
+    /// driver holds the address) throws `.failed` with that errno.
+    public func probe(address: UInt16) throws(I2CError) -> Bool {
+        guard address <= 0x7F else { throw .invalidTransfer("address \(address) is not a 7-bit address", device: path) }
+        return try descriptor.withLock { fd throws(I2CError) -> Bool in
+            guard fd >= 0 else { throw .closed(device: path) }
+            let path = self.path
+            // I2C_SLAVE takes the address itself as the argument, not a pointer to it.
+            let select = retryingInterrupts(.ioctl("I2C_SLAVE"), path) {
+                system_ioctl(fd, UInt(I2C_SLAVE), UnsafeMutableRawPointer(bitPattern: UInt(address)),
+                             .ioctl("I2C_SLAVE"), path)
+            }
+            if case .failure(let failure) = select { throw I2CError(failure) }
+            switch retryingInterrupts("i2c_smbus_write_quick", path, {
+                system_smbus_write_quick(fd, UInt8(I2C_SMBUS_WRITE), path)
+            }) {
+            case .success: return true
+            case .failure(let failure):
+                switch I2CError(failure) {
+                case .noDevice, .nak: return false
+                case let error: throw error
+                }
+            }
         }
     }
 

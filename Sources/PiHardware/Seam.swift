@@ -304,3 +304,14 @@ func failC(_ errno: Errno) -> CInt {
     Errno.current = errno
     return -1
 }
+
+// MARK: - libi2c
+
+/// `i2c_smbus_write_quick(3)` (libi2c): one SMBus quick command, the address and a read/write bit.
+/// Returns 0 or a negative errno (libi2c's convention); the seam turns that into -1 and `errno`.
+func system_smbus_write_quick(_ fd: CInt, _ value: UInt8, _ device: String) -> CInt {
+    if let errno = seamEnter("i2c_smbus_write_quick", device) { return failC(errno) }
+    let result = i2c_smbus_write_quick(fd, value)
+    if result < 0 { return failC(Errno(rawValue: -result)) }
+    return result
+}

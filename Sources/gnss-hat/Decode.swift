@@ -2,49 +2,33 @@
 
 import GNSSProtocol
 import GPSD
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import PiHardware
 
 /// The `decode` subcommand.
-enum DecodeCommand {
-    static let usage = """
-        usage: gnss-hat decode [--summary] FILE|-
-          Decodes a receiver capture (NMEA 0183, UBX and RTCM3, mixed; gpsd .log comment headers are skipped)
-          and writes gpsd-style TPV and SKY JSON lines, or with --summary a count of frames and errors.
-          FILE '-' reads standard input.
-        """
+enum DecodeCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "decode",
+        summary: "decode a receiver capture into gpsd TPV/SKY JSON lines (or a summary)",
+        arguments: "FILE|-",
+        argumentCount: 1...1,
+        options: [.flag("summary", "count frames, errors, epochs and messages instead")],
+        details: """
+            Reads NMEA 0183, UBX and RTCM3, mixed (the '#' comment lines heading a gpsd .log are skipped).
+            FILE '-' reads standard input. --board, --linger do not apply.
+            example: gnss-hat decode --summary Tests/Fixtures/corpus/gpsd/ublox-8.log
+            """
+    )
 
-    /// Exit codes: 0 done, 1 the input could not be read, 2 bad usage.
-    static func run(_ arguments: [String]) -> Int32 {
-        var summary = false
-        var path: String?
-        for argument in arguments {
-            switch argument {
-            case "--summary": summary = true
-            case "-h", "--help":
-                writeAll(1, Array((usage + "\n").utf8))
-                return 0
-            case "-": path = path == nil ? "-" : path
-            default:
-                if argument.hasPrefix("-") {
-                    return usageError("unknown option '\(argument)'")
-                }
-                guard path == nil else { return usageError("more than one input") }
-                path = argument
-            }
+    static func run(_ arguments: ParsedArguments) async throws {
+        let summary = arguments.flag("summary")
+        let path = arguments.arguments[0]
+        let file: InputFile
+        do {
+            file = try InputFile(path: path)
+        } catch {
+            throw CommandFailure(.failure, "cannot open \(path): \(error.failure.errno.map { "\($0)" } ?? "failed")")
         }
-        guard let path else { return usageError("missing input FILE or '-'") }
-
-        let fd: Int32 = path == "-" ? 0 : open(path, O_RDONLY)
-        guard fd >= 0 else {
-            writeAll(2, Array("gnss-hat decode: cannot open \(path): \(errorText())\n".utf8))
-            return 1
-        }
-        defer { if fd != 0 { close(fd) } }
+        defer { file.close() }
 
         var encoder = GPSDStreamEncoder(countsMessages: summary)
         var headers = HeaderSkipper()
@@ -52,11 +36,11 @@ enum DecodeCommand {
         var output: [UInt8] = []
         output.reserveCapacity(128 * 1024)
         while true {
-            let count = input.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                writeAll(2, Array("gnss-hat decode: reading \(path): \(errorText())\n".utf8))
-                return 1
+            let count: Int
+            do {
+                count = try file.read(into: &input)
+            } catch {
+                throw CommandFailure(.failure, "reading \(path): \(error)")
             }
             if count == 0 { break }
             input.withUnsafeBytes { raw in
@@ -64,17 +48,16 @@ enum DecodeCommand {
                 encoder.append(chunk, to: &output)
             }
             if !summary && output.count >= 64 * 1024 {
-                writeAll(1, output)
+                StandardStream.output.write(output)
                 output.removeAll(keepingCapacity: true)
             }
         }
         encoder.finish(to: &output)
         if summary {
-            writeAll(1, Array(report(encoder, headerBytes: headers.skipped).utf8))
+            StandardStream.output.write(report(encoder, headerBytes: headers.skipped))
         } else {
-            writeAll(1, output)
+            StandardStream.output.write(output)
         }
-        return 0
     }
 
     static func report(_ encoder: GPSDStreamEncoder, headerBytes: Int) -> String {
@@ -93,30 +76,6 @@ enum DecodeCommand {
         let messages = encoder.messageCounts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
         lines.append("messages: " + messages.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         return lines.joined(separator: "\n") + "\n"
-    }
-
-    static func usageError(_ message: String) -> Int32 {
-        writeAll(2, Array("gnss-hat decode: \(message)\n\(usage)\n".utf8))
-        return 2
-    }
-
-    static func errorText() -> String {
-        guard let text = strerror(errno) else { return "error \(errno)" }
-        return String(cString: text)
-    }
-
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
-        }
     }
 }
 

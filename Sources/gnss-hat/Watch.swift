@@ -1,169 +1,68 @@
 // gnss-hat watch: follow a receiver. On a terminal a compact view redrawn in place (power state,
 // fix, position, satellites, time since power-on); otherwise JSON lines (POWER, CLIENT, NOTICE,
 // ERROR objects and gpsd's TPV and SKY). `--demo` runs a scripted set of clients that come and
-// go, so the power is seen switching on and off. The full argument parser comes with the
-// command-line issue; these few options are parsed here.
-#if canImport(Glibc)
-import Glibc
-#endif
-import Dispatch
+// go, so the power is seen switching on and off.
 import FoundationEssentials
 import GNSSHat
 import GNSSProtocol
 import GPSD
+import PiHardware
 import Signals
 
-enum WatchCommand {
-    static let usage = """
-        usage: gnss-hat watch [--board NAME|PATH] [--linger SECONDS] [--duration SECONDS] [--demo]
-                              [--speed N] [--json] [--no-configure]
-          --board       a board name (see boards/) or a board file; default: simulator
-          --linger      seconds the receiver stays on after the last client leaves (default: the board's)
-          --duration    stop after this many seconds of receiver time (default: until interrupted)
-          --demo        scripted clients come and go: watch the power go on and off (about 105 s)
-          --speed       run a simulated board's clock N times faster than real time (default 1; 5 with --demo)
-          --json        JSON lines even on a terminal
-          --no-configure  leave the receiver's configuration alone (read-only)
-        """
+enum WatchCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "watch",
+        summary: "follow a receiver: a live view on a terminal (power, fix, sky, clients), else JSON lines",
+        options: [
+            .value("duration", "SECONDS", "stop after this many seconds of receiver time (default: until Ctrl-C)"),
+            .flag("demo", "scripted clients come and go: watch the power go on and off (about 105 s)"),
+            .value("speed", "N", "run a simulated board's clock N times faster (1 to 1000; default 1, 5 with --demo)"),
+            .flag("json", "JSON lines even on a terminal (POWER, CLIENT, NOTICE, ERROR, and gpsd's TPV and SKY)"),
+            .flag("no-configure", "leave the receiver's configuration alone (read-only)"),
+        ],
+        details: """
+            examples:
+              gnss-hat watch                                   the simulator, live
+              gnss-hat watch --board uputronics-gps-rtc --json --duration 60
+            """
+    )
 
-    struct Options {
-        var board = BoardCatalog.defaultBoardName
-        var linger: Duration?
-        var duration: Duration?
-        var demo = false
-        var speed: Double?
-        var json = false
-        var configure: Bool?
-    }
-
-    static func parse(_ arguments: [String]) -> Result<Options?, WatchError> {
-        var options = Options()
-        var index = 0
-        func value(_ name: String) -> Result<String, WatchError> {
-            index += 1
-            guard index < arguments.count else { return .failure(WatchError("\(name) needs a value")) }
-            return .success(arguments[index])
-        }
-        func seconds(_ name: String) -> Result<Duration, WatchError> {
-            value(name).flatMap { text in
-                guard let number = Double(text), number >= 0, number < 1e9 else {
-                    return .failure(WatchError("\(name): expected seconds, found '\(text)'"))
-                }
-                return .success(.nanoseconds(Int64(number * 1e9)))
-            }
-        }
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--board":
-                switch value("--board") {
-                case .success(let board): options.board = board
-                case .failure(let error): return .failure(error)
-                }
-            case "--linger":
-                switch seconds("--linger") {
-                case .success(let linger): options.linger = linger
-                case .failure(let error): return .failure(error)
-                }
-            case "--duration":
-                switch seconds("--duration") {
-                case .success(let duration): options.duration = duration
-                case .failure(let error): return .failure(error)
-                }
-            case "--speed":
-                switch value("--speed") {
-                case .success(let text):
-                    guard let speed = Double(text), speed >= 1, speed <= 1000 else {
-                        return .failure(WatchError("--speed: expected a number from 1 to 1000, found '\(text)'"))
-                    }
-                    options.speed = speed
-                case .failure(let error): return .failure(error)
-                }
-            case "--demo": options.demo = true
-            case "--json": options.json = true
-            case "--no-configure": options.configure = false
-            case "-h", "--help": return .success(nil)
-            case let other: return .failure(WatchError("unknown option '\(other)'"))
-            }
-            index += 1
-        }
-        return .success(options)
-    }
-
-    static func run(_ arguments: [String]) async -> Int32 {
-        let options: Options
-        switch parse(arguments) {
-        case .success(let parsed?): options = parsed
-        case .success(nil):
-            print(usage)
-            return 0
-        case .failure(let error):
-            Terminal.write(2, "gnss-hat watch: \(error)\n\(usage)\n")
-            return 2
-        }
-        let board: Board
-        do {
-            board = try BoardCatalog.load(options.board)
-        } catch {
-            Terminal.write(2, "gnss-hat watch: \(error)\n")
-            return 1
-        }
-        let receiverOptions = ReceiverOptions(linger: options.linger, configure: options.configure)
+    static func run(_ arguments: ParsedArguments) async throws {
+        let linger = try arguments.seconds("linger")
+        let duration = try arguments.seconds("duration")
+        let speed = try arguments.number("speed", in: 1...1000)
+        let demo = arguments.flag("demo")
+        let board = try BoardChoice.load(arguments)
+        let receiverOptions = ReceiverOptions(linger: linger, configure: arguments.flag("no-configure") ? false : nil)
         let receiver: Receiver
         var hat: SimulatedHat?
         let clock: AcceleratedClock
-        do {
-            if case .simulator = board.link {
-                clock = AcceleratedClock(rate: options.speed ?? (options.demo ? 5 : 1))
-                // The simulated receiver tells the time of the day it runs in.
-                let now = GNSSTime(nanosecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1e9))
-                let simulated = try SimulatedHat(board: board, clock: clock,
-                                                 settings: SimulatedReceiver.Settings(board: board, startTime: now))
-                hat = simulated
-                receiver = Receiver(hat: simulated, options: receiverOptions)
-            } else {
-                clock = AcceleratedClock(rate: 1)
-                receiver = Receiver(board: board, options: receiverOptions, hardware: .system(), clock: clock)
-            }
-        } catch {
-            Terminal.write(2, "gnss-hat watch: \(error)\n")
-            return 1
+        if case .simulator = board.link {
+            clock = AcceleratedClock(rate: speed ?? (demo ? 5 : 1))
+            // The simulated receiver tells the time of the day it runs in.
+            let now = GNSSTime(nanosecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1e9))
+            let simulated = try SimulatedHat(board: board, clock: clock,
+                                             settings: SimulatedReceiver.Settings(board: board, startTime: now))
+            hat = simulated
+            receiver = Receiver(hat: simulated, options: receiverOptions)
+        } else {
+            if speed != nil { throw CommandFailure(.configuration, "--speed needs a simulator board") }
+            clock = AcceleratedClock(rate: 1)
+            receiver = Receiver(board: board, options: receiverOptions, hardware: .system(), clock: clock)
         }
-        let json = options.json || isatty(1) == 0
-        let session = WatchSession(receiver: receiver, board: board, clock: clock, json: json, demo: options.demo)
-        let status = await session.run(duration: options.duration ?? (options.demo ? .seconds(105) : nil))
+        let json = arguments.flag("json") || !StandardStream.output.isTerminal
+        let session = WatchSession(receiver: receiver, board: board, clock: clock, json: json, demo: demo)
+        let failure = await session.run(duration: duration ?? (demo ? .seconds(105) : nil))
         await receiver.shutdown()
         await hat?.shutdown()
-        return status
+        if let failure { throw failure }
     }
 }
 
-struct WatchError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Writes to file descriptors without Foundation.
+/// Writes to standard output and error (through PiHardware; no C call here).
 enum Terminal {
-    static let lock = Lock(())
-
     static func write(_ fd: Int32, _ text: String) {
-        lock.withLock { _ in
-            var bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let count = bytes.withUnsafeMutableBytes { buffer in
-                    Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-                }
-                if count > 0 {
-                    offset += count
-                } else if count < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
-            }
-            bytes.removeAll()
-        }
+        (fd == 2 ? StandardStream.error : StandardStream.output).write(text)
     }
 }
 
@@ -177,6 +76,7 @@ struct WatchState: Sendable {
     var clients: [String] = []
     var notice: String?
     var failure: String?
+    var error: ReceiverError?
     var failures = 0
 }
 
@@ -205,13 +105,9 @@ final class WatchSession: Sendable {
         return "\(tenths / 10).\(tenths % 10) s"
     }
 
-    func run(duration: Duration?) async -> Int32 {
-        let interrupted = Lock(false)
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT)
-        source.setEventHandler { interrupted.withLock { $0 = true } }
-        source.resume()
-        defer { source.cancel() }
+    /// Runs until `duration`, SIGINT or SIGTERM, or (outside the demo) a failure, which it returns.
+    func run(duration: Duration?) async -> (any Error)? {
+        let interruption = try? Interruption()
 
         let observer = Task { await observePower() }
         if !json { Terminal.write(1, "\u{1B}[?25l") }
@@ -227,7 +123,7 @@ final class WatchSession: Sendable {
                 next += 1
             }
             if let duration, elapsed >= duration { break }
-            if interrupted.withLock({ $0 }) { break }
+            if interruption?.arrived() == true { break }
             if !demo, state.withLock({ $0.failure != nil }) { break }
             if !json { lines = render(replacing: lines) }
             try? await Task.sleep(for: .milliseconds(json ? 100 : 250))
@@ -239,10 +135,10 @@ final class WatchSession: Sendable {
             Terminal.write(1, "\n")
         }
         if !demo, let failure = state.withLock({ $0.failure }) {
-            Terminal.write(2, "gnss-hat watch: \(failure)\n")
-            return 1
+            if let error = state.withLock({ $0.error }) { return error }
+            return CommandFailure(.failure, failure)
         }
-        return 0
+        return nil
     }
 
     // MARK: Clients
@@ -253,6 +149,7 @@ final class WatchSession: Sendable {
             guard case .failure(let error) = completion else { return }
             state.withLock { state in
                 state.failure = "\(error)"
+                state.error = error as? ReceiverError
                 state.failures += 1
                 state.clients.removeAll { $0 == client }
             }
