@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware"]),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "PiHardware"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
+        // The command line: its parser through @testable import, its subcommands through the built binary.
+        .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,7 +2,7 @@
 # Runs every GNSSHat test: installs what is missing, builds once, runs the unit tests, then the
 # GNSSProtocol differential tests and a 60 s fuzzing run, the libgpiod v2 build, the Signals,
 # GNSSHat and GPSD tests again under ThreadSanitizer, then the emulated hardware-in-loop rig in QEMU.
-# Later steps (static binary) are added here as their issues land.
+# The static binary is built and smoke-tested before the QEMU rig.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -49,6 +49,25 @@ fi
 step "the signal, the Receiver and the service under ThreadSanitizer"
 # TSan reports make the test process exit non-zero even when every test passed.
 swift test --sanitize=thread --scratch-path .build/tsan --filter 'SignalsTests|GNSSHatTests|GPSDTests'
+
+step "static binary: build, then smoke-test it (decode against the debug build, watch on the simulator)"
+smoke_start=$SECONDS
+scripts/build-static.sh
+static=.build/static/gnss-hat-$(uname -m)
+capture=Tests/Fixtures/corpus/gpsd/ublox-8.log
+cmp <("$static" decode "$capture") <(.build/debug/gnss-hat decode "$capture") ||
+    { echo "test: the static binary decodes $capture differently from the debug build" >&2; exit 1; }
+# 40 s of simulated time at 20x (2 s): past the simulated cold start (26 s) to 3D fixes.
+timeout 20 "$static" watch --json --speed 20 --duration 40 >.build/static/watch.jsonl ||
+    { echo "test: the static watch on the simulator failed" >&2; exit 1; }
+grep -q '"class":"POWER","state":"on"' .build/static/watch.jsonl &&
+    grep -Eq '"class":"TPV".*"mode":3' .build/static/watch.jsonl ||
+    { echo "test: the static watch showed no power-on or no 3D fix (.build/static/watch.jsonl)" >&2; exit 1; }
+hil_pi_status=0
+scripts/hil-pi.sh --board uputronics-gps-rtc --binary "$static" 2>.build/static/hil-pi.err || hil_pi_status=$?
+[ "$hil_pi_status" -eq 3 ] && grep -q '^hil-pi: refused: ' .build/static/hil-pi.err ||
+    { cat .build/static/hil-pi.err; echo "test: hil-pi.sh did not refuse off a Pi (exit $hil_pi_status)" >&2; exit 1; }
+echo "test: static binary step took $((SECONDS - smoke_start)) s"
 
 step "emulated hardware-in-loop (QEMU; scripts/hil/README.md)"
 scripts/hil/run.sh

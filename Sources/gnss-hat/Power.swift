@@ -21,7 +21,7 @@ enum PowerCommand: Subcommand {
             enable line and reports what the simulated receiver does; there is no hardware line to show.
             examples:
               gnss-hat power status --board uputronics-gps-rtc
-              gnss-hat power on --board custom-ublox-enable --linger 30
+              gnss-hat power on --board ./my-hat.json --linger 30
             """
     )
 

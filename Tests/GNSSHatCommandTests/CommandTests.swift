@@ -1,0 +1,202 @@
+// The subcommands through the built binary: output, exit statuses, and the simulator board.
+import Foundation
+import Glibc
+import Testing
+
+/// The built `gnss-hat` run as a child; its output is drained by one thread per pipe (Foundation's
+/// readabilityHandler never fires here), so a chatty child can never block on a full pipe.
+struct CommandRun {
+    var status: Int32
+    var out: String
+    var err: String
+
+    static func binary() throws -> URL {
+        if let override = ProcessInfo.processInfo.environment["GNSSHAT_BINARY"] {
+            return URL(fileURLWithPath: override)
+        }
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("gnss-hat")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        throw CommandTestError("gnss-hat not built next to the tests (swift build --build-tests builds it)")
+    }
+
+    /// Runs to the end; `signalAfterFirstLine` sends SIGTERM once standard output has a line.
+    static func run(_ arguments: [String], terminateAfterFirstLine: Bool = false,
+                    environment: [String: String]? = nil, directory: URL? = nil) throws -> CommandRun {
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        if let directory { process.currentDirectoryURL = directory }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let errData = Drain(err.fileHandleForReading.fileDescriptor)
+        var outData = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let fd = out.fileHandleForReading.fileDescriptor
+        var signalled = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            outData.append(contentsOf: buffer[..<count])
+            if terminateAfterFirstLine && !signalled && outData.contains(0x0A) {
+                signalled = true
+                process.terminate()
+            }
+        }
+        process.waitUntilExit()
+        return CommandRun(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
+                          err: String(decoding: errData.wait(), as: UTF8.self))
+    }
+}
+
+/// Reads a descriptor to its end on a thread of its own.
+final class Drain: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var data = Data()
+
+    init(_ fd: Int32) {
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                data.append(contentsOf: buffer[..<count])
+            }
+            done.signal()
+        }
+    }
+
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}
+
+struct CommandTestError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+@Suite("gnss-hat subcommands")
+struct CommandTests {
+    @Test("--help lists the commands and the exit statuses; a bad command is exit status 2")
+    func topLevel() throws {
+        let help = try CommandRun.run(["--help"])
+        #expect(help.status == 0)
+        for command in ["watch", "decode", "serve", "simulate", "power", "boards", "info", "ttff"] {
+            #expect(help.out.contains("  \(command) "), "\(command)")
+        }
+        #expect(help.out.contains("4  hardware unavailable"))
+        let bad = try CommandRun.run(["frobnicate"])
+        #expect(bad.status == 2 && bad.err.hasPrefix("gnss-hat: unknown command 'frobnicate'"))
+        let none = try CommandRun.run([])
+        #expect(none.status == 2 && none.out.isEmpty)
+    }
+
+    @Test("each subcommand answers --help on standard output", arguments: [
+        "watch", "decode", "serve", "simulate", "power", "boards", "info", "ttff",
+    ])
+    func help(command: String) throws {
+        let result = try CommandRun.run([command, "--help"])
+        #expect(result.status == 0)
+        #expect(result.out.hasPrefix("usage: gnss-hat \(command)"))
+        #expect(result.err.isEmpty)
+    }
+
+    @Test("usage mistakes: one line naming the mistake, then the usage line; exit status 2", arguments: [
+        (["watch", "--speed", "0"], "gnss-hat watch: --speed needs a number from 1 to 1000, not '0'"),
+        (["power"], "gnss-hat power: missing on|off|status"),
+        (["power", "sideways"], "gnss-hat power: expected on, off or status, not 'sideways'"),
+        (["boards", "extra"], "gnss-hat boards: unexpected argument 'extra'"),
+        (["info", "--linger"], "gnss-hat info: --linger needs a value (SECONDS)"),
+    ])
+    func usage(arguments: [String], line: String) throws {
+        let result = try CommandRun.run(arguments)
+        #expect(result.status == 2)
+        let lines = result.err.split(separator: "\n")
+        #expect(lines.first.map(String.init) == line)
+        #expect(lines.count == 2 && lines[1].hasPrefix("usage: gnss-hat \(arguments[0])"))
+    }
+
+    @Test("an unknown board or a broken board file is exit status 3")
+    func boardErrors() throws {
+        let unknown = try CommandRun.run(["info", "--board", "no-such-hat"])
+        #expect(unknown.status == 3 && unknown.err.contains("no such board"))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-cli-\(UUID())")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("boards"),
+                                                withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data("{\"name\": \"broken\"}".utf8).write(to: directory.appendingPathComponent("boards/broken.json"))
+        let listing = try CommandRun.run(["boards"], directory: directory)
+        #expect(listing.status == 3)
+        #expect(listing.out.contains("broken  [boards/broken.json]\n    does not load:"))
+        #expect(listing.out.contains("simulator  [built-in]"))
+        let simulateReal = try CommandRun.run(["simulate", "--board", "uputronics-gps-rtc"])
+        #expect(simulateReal.status == 3 && simulateReal.err.contains("simulate needs a simulator board"))
+    }
+
+    @Test("boards: every built-in board with its chip, link and power strategies")
+    func boards() throws {
+        let directory = FileManager.default.temporaryDirectory
+        let result = try CommandRun.run(["boards"], directory: directory)
+        #expect(result.status == 0)
+        #expect(result.out.contains("uputronics-gps-rtc  [built-in]"))
+        #expect(result.out.contains("chip ublox-gen8 MAX-M8Q; UART /dev/ttyAMA0") || result.out.contains("uputronics"))
+        #expect(result.out.contains("simulator  [built-in]\n    Simulated u-blox receiver (no hardware)\n"
+            + "    chip ublox-gen9 simulated ZED-F9P; simulated receiver"))
+        #expect(!result.out.contains("custom-template"))
+    }
+
+    @Test("info on the simulator: the chip, firmware and protocol version from MON-VER, at the link speed")
+    func info() throws {
+        let result = try CommandRun.run(["info", "--json"])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"family\":\"ublox-gen9\""))
+        #expect(result.out.contains("\"speed\":115200"))
+        #expect(result.out.contains("\"protocolVersion\":27.31"))
+        #expect(result.out.contains("\"answered\":true"))
+    }
+
+    @Test("power on the simulator drives the simulated enable line and says it is no hardware")
+    func power() throws {
+        let status = try CommandRun.run(["power", "status"])
+        #expect(status.status == 0 && status.out.contains("no hardware line is touched"))
+        let off = try CommandRun.run(["power", "off"])
+        #expect(off.status == 0)
+        #expect(off.out.contains("gpio-enable: enable line \"GNSS_PWR_EN\" (active high) asserted (supply on)"))
+        #expect(off.out.contains("simulated receiver: off after power-off"))
+    }
+
+    @Test("simulate prints its pseudo-terminal path, and stops on SIGTERM with status 0")
+    func simulate() throws {
+        let result = try CommandRun.run(["simulate"], terminateAfterFirstLine: true)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.hasPrefix("/dev/pts/"))
+    }
+
+    @Test("decode: a missing file is exit status 1 with one line")
+    func decodeMissing() throws {
+        let result = try CommandRun.run(["decode", "/nonexistent/capture.log"])
+        #expect(result.status == 1)
+        #expect(result.err == "gnss-hat decode: cannot open /nonexistent/capture.log: No such file or directory (ENOENT)\n"
+            || result.err.hasPrefix("gnss-hat decode: cannot open /nonexistent/capture.log: "))
+    }
+
+    @Test("ttff on a fast simulator: a cold and a hot start, the enable line inactive after each")
+    func ttff() throws {
+        let result = try CommandRun.run(["ttff", "--speed", "50", "--off", "5", "--budget", "60", "--json"])
+        #expect(result.status == 0, "\(result.out) \(result.err)")
+        #expect(result.out.contains("\"passed\":true"))
+        #expect(result.out.contains("enable line inactive after the last subscriber"))
+    }
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds gnss-hat as one fully static executable (Swift runtime, FoundationEssentials, libgpiod.a,
+# libi2c.a and glibc linked in), checks it with file and ldd, strips it and prints its size.
+#
+# usage: scripts/build-static.sh [x86_64|aarch64]   (default: this machine's architecture)
+#   x86_64   swift build -c release --static-swift-stdlib -Xswiftc -static-executable, here
+#   aarch64  the same through a Swift static Linux SDK (musl), when `swift sdk list` shows one
+# Output: .build/static/gnss-hat-ARCH (stripped). Size goal: under 12 MB.
+# Environment: GNSSHAT_STATIC_SCRATCH overrides the scratch path (default .build/static).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+arch=${1:-$(uname -m)}
+scratch=${GNSSHAT_STATIC_SCRATCH:-.build/static}
+limit=$((12 * 1024 * 1024))
+start=$SECONDS
+say() { printf 'build-static: %s\n' "$*"; }
+die() { printf 'build-static: %s\n' "$*" >&2; exit 1; }
+
+sdk_help() {
+    cat <<'HELP'
+To build for a Raspberry Pi (aarch64) install the Swift static Linux SDK matching the toolchain
+(`swift --version`) on this workstation, then run this script again:
+    swift sdk install https://download.swift.org/swift-6.3.1-release/static-sdk/swift-6.3.1-RELEASE/swift-6.3.1-RELEASE_static-linux-0.0.1.artifactbundle.tar.gz --checksum <sha256 from swift.org/install>
+    swift sdk list      # shows e.g. swift-6.3.1-RELEASE_static-linux-0.0.1
+The SDK links against musl and carries its own libgpiod/libi2c only if you add them: build libgpiod
+and i2c-tools' libi2c for aarch64-swift-linux-musl and pass their .a files through LIBRARY_PATH.
+Or build on the Pi itself (64-bit Raspberry Pi OS with Swift installed): scripts/build-static.sh.
+HELP
+}
+
+host=$(uname -m)
+build_args=(-c release --product gnss-hat --scratch-path "$scratch")
+if [ "$arch" = "$host" ]; then
+    build_args+=(--static-swift-stdlib -Xswiftc -static-executable)
+    for lib in libgpiod.a libi2c.a; do
+        [ -n "$(find /usr/lib /usr/local/lib -name "$lib" -print -quit 2>/dev/null)" ] ||
+            die "$lib is missing (scripts/setup.sh installs libgpiod-dev and libi2c-dev)"
+    done
+elif [ "$arch" = aarch64 ] || [ "$arch" = arm64 ]; then
+    sdk=$(swift sdk list 2>/dev/null | grep -m1 static-linux || true)
+    if [ -z "$sdk" ]; then
+        printf 'build-static: no Swift static Linux SDK is installed (swift sdk list shows none).\n' >&2
+        sdk_help >&2
+        exit 1
+    fi
+    build_args+=(--swift-sdk aarch64-swift-linux-musl)
+    say "using the Swift SDK $sdk"
+else
+    die "unknown architecture '$arch' (x86_64 or aarch64)"
+fi
+
+mkdir -p "$scratch"
+log=$scratch/build.log
+say "swift build ${build_args[*]}"
+if ! swift build "${build_args[@]}" >"$log" 2>&1; then
+    grep -E 'error:' "$log" >&2 || tail -20 "$log" >&2
+    die "the static build failed (see $log)"
+fi
+# The only accepted warnings are the linker's notes about glibc in a static executable: dlopen,
+# the NSS calls (getpwnam_r, getpwuid_r...) that FoundationEssentials carries for home directories
+# and that gnss-hat never makes, and mktemp.
+if grep 'warning:' "$log" | grep -v -e "in statically linked applications requires at runtime" \
+    -e "Using 'dlopen' in statically linked" -e "the use of \`mktemp' is dangerous" >&2; then
+    die "the static build has warnings (see $log)"
+fi
+bin=$(swift build "${build_args[@]}" --show-bin-path 2>/dev/null)/gnss-hat
+[ -x "$bin" ] || die "no binary at $bin"
+
+description=$(file -L "$bin")
+case $description in
+    *"statically linked"*|*"static-pie linked"*) ;;
+    *) die "not statically linked: $description" ;;
+esac
+if [ "$arch" = "$host" ]; then
+    # ldd says "not a dynamic executable" (and exits 1) for a static binary.
+    ldd_out=$(ldd "$bin" 2>&1 || true)
+    case $ldd_out in
+        *"not a dynamic executable"*|*"statically linked"*) ;;
+        *) die "ldd finds shared libraries: $ldd_out" ;;
+    esac
+    # Full Foundation would bring ICU's data (tens of MB): only FoundationEssentials may be in.
+    if nm "$bin" 2>/dev/null | grep -q -m1 -e 'icudt' -e 'ucol_open'; then
+        die "the binary contains ICU: something imports Foundation instead of FoundationEssentials"
+    fi
+fi
+out=$scratch/gnss-hat-$arch
+strip_tool=strip
+[ "$arch" != "$host" ] && command -v llvm-strip >/dev/null && strip_tool=llvm-strip
+"$strip_tool" -o "$out" "$bin"
+unstripped=$(stat -c %s "$bin")
+size=$(stat -c %s "$out")
+say "$(file -b "$out" | cut -d, -f1-2)"
+say "unstripped $((unstripped / 1024)) KiB, stripped $((size / 1024)) KiB ($(awk -v s="$size" 'BEGIN { printf "%.2f", s / 1048576 }') MiB) -> $out"
+say "built in $((SECONDS - start)) s"
+[ "$size" -lt "$limit" ] || die "stripped size $size bytes is over the 12 MB goal"
