@@ -33,7 +33,7 @@ extension BoardCatalog {
                 seen.insert(name)
             }
         }
-        for name in builtInNames {
+        for name in builtInNames where name != "custom-template" {
             let board = Result { () throws(BoardError) -> Board in
                 guard let board = try builtIn(name) else {
                     throw BoardError(file: name, problem: "no such built-in board")

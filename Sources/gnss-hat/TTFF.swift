@@ -156,10 +156,16 @@ enum TTFFCommand: Subcommand {
         let before = receiver.statistics.powerOns
         token = subscribe()
         log("powering on again")
-        if await waitUntil(budget, { firstFix.withLock { $0 != nil } || failure.withLock { $0 != nil } }) {
-            try checkFailure()
+        // The receiver's own count from this power-on to its first fix: a fix replayed to the new
+        // subscriber from the last session does not count.
+        func hotFix() -> Duration? {
             let statistics = receiver.statistics
-            if statistics.powerOns > before { outcome.hot = statistics.lastTimeToFirstFix }
+            guard statistics.powerOns > before, let last = statistics.timesToFirstFix.last else { return nil }
+            return last
+        }
+        if await waitUntil(budget, { hotFix() != nil || failure.withLock { $0 != nil } }) {
+            try checkFailure()
+            outcome.hot = hotFix()
         }
         log("hot: \(outcome.hot.map { seconds($0) } ?? "no fix")")
         token.cancel()
