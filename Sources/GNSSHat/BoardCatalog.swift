@@ -1,7 +1,7 @@
 // Finding a board by name or path. The board files are compiled into the library too
 // (BuiltInBoards.swift, generated from boards/*.json), so a static binary copied onto a Pi
 // knows every supported hat without any file next to it.
-import FoundationEssentials
+import PiHardware
 
 /// The known boards: files in the search directories, then the built-in copies.
 ///
@@ -25,11 +25,11 @@ public enum BoardCatalog {
     /// `/etc/gnss-hat/boards`, and `boards/` next to the running executable.
     public static func searchDirectories() -> [String] {
         var directories: [String] = []
-        if let extra = ProcessInfo.processInfo.environment[environmentVariable] {
+        if let extra = FileSystem.environment(environmentVariable) {
             directories += extra.split(separator: ":").map(String.init).filter { !$0.isEmpty }
         }
         directories.append(systemDirectory)
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
+        if let executable = FileSystem.linkDestination("/proc/self/exe"),
             let slash = executable.lastIndex(of: "/")
         {
             directories.append(String(executable[..<slash]) + "/boards")
@@ -44,7 +44,7 @@ public enum BoardCatalog {
         }
         for directory in searchDirectories ?? Self.searchDirectories() {
             let path = directory + "/" + nameOrPath + ".json"
-            if FileManager.default.fileExists(atPath: path) {
+            if FileSystem.exists(path) {
                 return try loadFile(path, expectedName: nameOrPath)
             }
         }
@@ -55,7 +55,7 @@ public enum BoardCatalog {
 
     /// Reads and checks a board file.
     public static func loadFile(_ path: String, expectedName: String? = nil) throws(BoardError) -> Board {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = try? FileSystem.contents(of: path) else {
             throw BoardError(file: path, problem: "cannot be read (missing, or no permission)")
         }
         let board = try Board(json: String(decoding: data, as: UTF8.self), file: path)

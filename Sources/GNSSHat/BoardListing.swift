@@ -1,6 +1,6 @@
 // Every board a user can name: the files in the search directories and the built-in copies,
 // with where each comes from and whether it loads.
-import FoundationEssentials
+import PiHardware
 
 extension BoardCatalog {
     /// One board found while listing.
@@ -22,7 +22,7 @@ extension BoardCatalog {
         var entries: [Entry] = []
         var seen: Set<String> = []
         for directory in directories ?? searchDirectories() {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
+            guard let names = try? FileSystem.entries(of: directory) else { continue }
             for file in names.sorted() where file.hasSuffix(".json") {
                 let name = String(file.dropLast(5))
                 // The template is a starting point for a new board, not a board.

@@ -1,5 +1,4 @@
 // `gnss-hat power on|off|status`: the board's power strategies by hand, for bring-up.
-import FoundationEssentials
 import GNSSHat
 import PiHardware
 
@@ -69,7 +68,7 @@ enum PowerCommand: Subcommand {
         case .simulator: nil
         }
         if let device {
-            lines.append("  \(device): " + (FileManager.default.fileExists(atPath: device) ? "present" : "missing"))
+            lines.append("  \(device): " + (FileSystem.exists(device) ? "present" : "missing"))
         }
         lines.append("power strategies: " + board.power.strategies.map(\.description).joined(separator: ", "))
         let roles: [(String, Board.Line?)] = [

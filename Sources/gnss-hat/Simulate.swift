@@ -1,6 +1,5 @@
 // `gnss-hat simulate`: the simulated receiver on a pseudo-terminal, for other programs (gpsd,
 // gpspipe, minicom) to open as if it were a hat's serial port.
-import FoundationEssentials
 import GNSSHat
 import GNSSProtocol
 import PiHardware
@@ -30,7 +29,7 @@ enum SimulateCommand: Subcommand {
         // Signals first, so no thread the hat starts dies of SIGTERM.
         let interruption = try Interruption()
         let clock = ContinuousClock()
-        let now = GNSSTime(nanosecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1e9))
+        let now = GNSSTime(nanosecondsSinceEpoch: WallClock.now())
         let hat = try SimulatedHat(board: board, clock: clock,
                                    settings: SimulatedReceiver.Settings(board: board, startTime: now))
         let power = BoardPower(board: board, hardware: hat.hardware, clock: clock)

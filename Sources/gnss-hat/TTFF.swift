@@ -1,7 +1,6 @@
 // `gnss-hat ttff`: time to first fix after a cold start and after a hot start (a power cycle), and
 // whether the enable line is inactive once the last subscriber has gone. The measuring half of
 // scripts/hil-pi.sh, in Swift so the script parses one JSON line rather than a live view.
-import FoundationEssentials
 import GNSSHat
 import GNSSProtocol
 import PiHardware

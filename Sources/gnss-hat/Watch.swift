@@ -2,7 +2,6 @@
 // fix, position, satellites, time since power-on); otherwise JSON lines (POWER, CLIENT, NOTICE,
 // ERROR objects and gpsd's TPV and SKY). `--demo` runs a scripted set of clients that come and
 // go, so the power is seen switching on and off.
-import FoundationEssentials
 import GNSSHat
 import GNSSProtocol
 import GPSD
@@ -40,7 +39,7 @@ enum WatchCommand: Subcommand {
         if case .simulator = board.link {
             clock = AcceleratedClock(rate: speed ?? (demo ? 5 : 1))
             // The simulated receiver tells the time of the day it runs in.
-            let now = GNSSTime(nanosecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1e9))
+            let now = GNSSTime(nanosecondsSinceEpoch: WallClock.now())
             let simulated = try SimulatedHat(board: board, clock: clock,
                                              settings: SimulatedReceiver.Settings(board: board, startTime: now))
             hat = simulated

@@ -1,0 +1,57 @@
+// The few file-system and environment questions the library and the command ask (board files,
+// device nodes, $GNSSHAT_BOARDS), answered with plain libc calls so that nothing shipped needs
+// Foundation's FileManager or ProcessInfo (they would add megabytes to the static binary).
+internal import Glibc
+
+public enum FileSystem {
+    /// The value of environment variable `name` (`getenv`), or nil when it is not set.
+    public static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        return String(cString: value)
+    }
+
+    /// Whether something exists at `path` (`access(F_OK)`; a dangling link does not count).
+    public static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    /// The whole content of the file at `path` (`open`, `read` until the end, `close`).
+    public static func contents(of path: String) throws(FileError) -> [UInt8] {
+        let file = try InputFile(path: path)
+        defer { file.close() }
+        var content: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = try file.read(into: &chunk)
+            if count == 0 { return content }
+            content += chunk[..<count]
+        }
+    }
+
+    /// The names in `directory` but `.` and `..`, sorted (`opendir`, `readdir`, `closedir`).
+    public static func entries(of directory: String) throws(FileError) -> [String] {
+        guard let stream = opendir(directory) else {
+            throw FileError(FailedCall(call: "opendir", device: directory, errno: Errno.current))
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// Where the symbolic link at `path` points (`readlink`), or nil when it is not a link.
+    public static func linkDestination(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBufferPointer { raw -> Int in
+            guard let base = raw.baseAddress else { return -1 }
+            return readlink(path, base, raw.count)
+        }
+        guard count > 0, count < buffer.count else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
