@@ -52,21 +52,23 @@ swift test --sanitize=thread --scratch-path .build/tsan --filter 'SignalsTests|G
 
 step "static binary: build, then smoke-test it (decode against the debug build, watch on the simulator)"
 smoke_start=$SECONDS
-scripts/build-static.sh
-static=.build/static/gnss-hat-$(uname -m)
+# The same flags as the rig's libgpiod v1 build: one scratch path, so the modules the two
+# products share are compiled once.
+GNSSHAT_STATIC_SCRATCH=.build/hil/swift-v1 scripts/build-static.sh
+static=.build/hil/swift-v1/gnss-hat-$(uname -m)
 capture=Tests/Fixtures/corpus/gpsd/ublox-8.log
 cmp <("$static" decode "$capture") <(.build/debug/gnss-hat decode "$capture") ||
     { echo "test: the static binary decodes $capture differently from the debug build" >&2; exit 1; }
 # 40 s of simulated time at 20x (2 s): past the simulated cold start (26 s) to 3D fixes.
-timeout 20 "$static" watch --json --speed 20 --duration 40 >.build/static/watch.jsonl ||
+timeout 20 "$static" watch --json --speed 20 --duration 40 >.build/hil/watch.jsonl ||
     { echo "test: the static watch on the simulator failed" >&2; exit 1; }
-grep -q '"class":"POWER","state":"on"' .build/static/watch.jsonl &&
-    grep -Eq '"class":"TPV".*"mode":3' .build/static/watch.jsonl ||
-    { echo "test: the static watch showed no power-on or no 3D fix (.build/static/watch.jsonl)" >&2; exit 1; }
+grep -q '"class":"POWER","state":"on"' .build/hil/watch.jsonl &&
+    grep -Eq '"class":"TPV".*"mode":3' .build/hil/watch.jsonl ||
+    { echo "test: the static watch showed no power-on or no 3D fix (.build/hil/watch.jsonl)" >&2; exit 1; }
 hil_pi_status=0
-scripts/hil-pi.sh --board uputronics-gps-rtc --binary "$static" 2>.build/static/hil-pi.err || hil_pi_status=$?
-[ "$hil_pi_status" -eq 3 ] && grep -q '^hil-pi: refused: ' .build/static/hil-pi.err ||
-    { cat .build/static/hil-pi.err; echo "test: hil-pi.sh did not refuse off a Pi (exit $hil_pi_status)" >&2; exit 1; }
+scripts/hil-pi.sh --board uputronics-gps-rtc --binary "$static" 2>.build/hil/hil-pi.err || hil_pi_status=$?
+[ "$hil_pi_status" -eq 3 ] && grep -q '^hil-pi: refused: ' .build/hil/hil-pi.err ||
+    { cat .build/hil/hil-pi.err; echo "test: hil-pi.sh did not refuse off a Pi (exit $hil_pi_status)" >&2; exit 1; }
 echo "test: static binary step took $((SECONDS - smoke_start)) s"
 
 step "emulated hardware-in-loop (QEMU; scripts/hil/README.md)"
