@@ -215,9 +215,11 @@ final class WatchSession: Sendable {
 
     func emit(_ fields: [String: JSONField]) {
         let order = ["class", "client", "action", "state", "time", "message"]
-        let keys = fields.keys.sorted { (order.firstIndex(of: $0) ?? 99, $0) < (order.firstIndex(of: $1) ?? 99, $1) }
-        let body = keys.map { key -> String in
-            switch fields[key]! {
+        let sorted = fields.sorted {
+            (order.firstIndex(of: $0.key) ?? 99, $0.key) < (order.firstIndex(of: $1.key) ?? 99, $1.key)
+        }
+        let body = sorted.map { key, value -> String in
+            switch value {
             case .text(let text): "\"\(key)\":\"\(Self.escape(text))\""
             case .number(let number): "\"\(key)\":\(SimulatedSeconds.format(number))"
             }
