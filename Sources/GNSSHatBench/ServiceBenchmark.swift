@@ -9,8 +9,11 @@
 //   - first position-bearing message (RMC, NAV-PVT) -> first TPV carrying that epoch's position
 //     (ours runs with --early-position; gpsd reports NMEA at the end of the cycle, UBX on NAV-PVT,
 //     so the quarter target is an NMEA target);
-//   - resident memory and CPU time of each service while streaming;
-//   - wake-ups per second while no client watches (context switches of every thread).
+//   - resident memory and CPU time of each service while streaming; resident memory counts the
+//     shared libraries' clean pages too, so the private dirty memory (smaps_rollup: the heap,
+//     stacks, relocated data) is printed beside it;
+//   - wake-ups per second while no client watches (context switches of every thread), and which
+//     threads (by name) woke.
 // Environment: GNSSHAT_BENCH_RUNS (runs per stream, medians reported, default 3),
 // GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300).
 
@@ -41,13 +44,17 @@ enum ServiceBenchmark {
             throw Failure(description: "/usr/sbin/gpsd is missing: install Debian's gpsd (scripts/setup.sh does)")
         }
         var idle: [(ours: Double, gpsd: Double)] = []
+        var idleThreads: [String: Double] = [:]
         var memory: [(ours: Double, gpsd: Double, oursPeak: Double, gpsdPeak: Double)] = []
+        var privateDirty: [(ours: Double, gpsd: Double)] = []
         for stream in ServiceStream.allCases {
             var results: [(ours: Measurement, gpsd: Measurement)] = []
             for _ in 0..<runs {
                 let run = try await ServiceRun(stream: stream, gnssHat: gnssHat, gpsd: gpsd).run()
                 results.append(run)
                 idle.append((run.ours.idleWakeups, run.gpsd.idleWakeups))
+                for (thread, rate) in run.ours.idleWakeupsByThread { idleThreads[thread, default: 0] += rate }
+                privateDirty.append((run.ours.privateDirty, run.gpsd.privateDirty))
                 memory.append((run.ours.rss, run.gpsd.rss, run.ours.peakRSS, run.gpsd.peakRSS))
             }
             func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -80,10 +87,19 @@ enum ServiceBenchmark {
                      peerValue: median(memory.map(\.gpsd)), unit: "MB", target: "<=1")
         Bench.report("service peak resident memory", ours: median(memory.map(\.oursPeak)), peer: "gpsd",
                      peerValue: median(memory.map(\.gpsdPeak)), unit: "MB", target: "<=1")
+        Bench.report("service private dirty memory while streaming", ours: median(privateDirty.map(\.ours)),
+                     peer: "gpsd", peerValue: median(privateDirty.map(\.gpsd)), unit: "MB", target: "-")
         let oursIdle = median(idle.map(\.ours))
         let gpsdIdle = median(idle.map(\.gpsd))
         print("bench service wake-ups while nobody watches: ours=\(Bench.format(oursIdle)) /s "
             + "gpsd=\(Bench.format(gpsdIdle)) /s target=ours 0")
+        // Which of our threads woke, averaged over the runs (libdispatch's manager thread, named
+        // after the overcommit root queue, wakes each second once any dispatch worker has run).
+        let runCount = Double(max(idle.count, 1))
+        let woke = idleThreads.filter { $0.value > 0 }.sorted { $0.value > $1.value }
+            .map { "\($0.key) \(Bench.format($0.value / runCount)) /s" }
+        print("service wake-ups while nobody watches, ours by thread: "
+            + (woke.isEmpty ? "none" : woke.joined(separator: ", ")))
     }
 
     /// One service's figures in one run.
@@ -98,7 +114,11 @@ enum ServiceBenchmark {
         var rss = 0.0
         var peakRSS = 0.0
         var cpuSeconds = 0.0
+        /// MB of private dirty pages at the end of streaming (`/proc/PID/smaps_rollup`).
+        var privateDirty = 0.0
         var idleWakeups = 0.0
+        /// Wake-ups per second while idle, per thread name (`/proc/PID/task/TID/comm`).
+        var idleWakeupsByThread: [String: Double] = [:]
     }
 }
 
@@ -217,6 +237,7 @@ struct ServiceRun {
         try await Task.sleep(for: .milliseconds(500))
         let cpuAfter = pids.map(cpuSeconds)
         let memory = pids.map(residentMemory)
+        let dirty = pids.map(privateDirtyMemory)
         stop.store(true, ordering: .releasing)
         reader.join()
 
@@ -246,6 +267,7 @@ struct ServiceRun {
             measurements[side].cpuSeconds = cpuAfter[side] - cpuBefore[side]
             measurements[side].rss = memory[side].rss
             measurements[side].peakRSS = memory[side].peak
+            measurements[side].privateDirty = dirty[side]
         }
 
         // Idle: nobody watches; ours powers the receiver off after its 1 s linger.
@@ -261,7 +283,11 @@ struct ServiceRun {
             // Per thread, so that a thread ending in the window does not subtract; a thread that
             // ended takes its last switches with it (counted from its start if it began here).
             var woke = 0
-            for (thread, after) in switchesAfter[side] { woke += after - (switchesBefore[side][thread] ?? 0) }
+            for (thread, after) in switchesAfter[side] {
+                let count = after.switches - (switchesBefore[side][thread]?.switches ?? 0)
+                woke += count
+                measurements[side].idleWakeupsByThread[after.name, default: 0] += Double(count) / idleSeconds
+            }
             measurements[side].idleWakeups = Double(woke) / idleSeconds
         }
 
@@ -357,17 +383,31 @@ struct ServiceRun {
         return (field("VmRSS"), field("VmHWM"))
     }
 
-    /// Voluntary and involuntary context switches of each thread: how often it woke up.
-    func contextSwitches(_ pid: Int32) -> [String: Int] {
+    /// Private_Dirty of `/proc/PID/smaps_rollup`, in MB: pages only this process wrote.
+    func privateDirtyMemory(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix("Private_Dirty:") {
+            return (line.split(separator: " ").compactMap { Double($0) }.first ?? 0) / 1024
+        }
+        return 0
+    }
+
+    /// Voluntary and involuntary context switches of each thread (how often it woke up), by thread
+    /// id, with the thread's name.
+    func contextSwitches(_ pid: Int32) -> [String: (name: String, switches: Int)] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var switches: [String: Int] = [:]
+        var switches: [String: (name: String, switches: Int)] = [:]
         for task in tasks {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
                 continue
             }
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? task
+            var count = 0
             for line in text.split(separator: "\n") where line.contains("ctxt_switches:") {
-                switches[task, default: 0] += Int(line.split(separator: "\t").last ?? "") ?? 0
+                count += Int(line.split(separator: "\t").last ?? "") ?? 0
             }
+            switches[task] = (name, count)
         }
         return switches
     }
