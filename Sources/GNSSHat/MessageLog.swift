@@ -67,6 +67,7 @@ final class MessageLog: Sendable {
         var closed: (any Error)?
     }
 
+    /// Messages kept at least (for a waiter that looks back to its mark).
     private static let kept = 256
     private let state = Lock(State())
     private let clock: ReceiverClock
@@ -101,7 +102,10 @@ final class MessageLog: Sendable {
                     state.waiters[id] = nil
                 }
             }
-            if state.recent.count > Self.kept { state.recent.removeFirst(state.recent.count - Self.kept) }
+            // Trimmed in batches: between `kept` and twice that many stay, and the array's elements
+            // move once per `kept` messages rather than on every message (this runs on the path
+            // from the receiver's bytes to the subscribers).
+            if state.recent.count >= 2 * Self.kept { state.recent.removeFirst(state.recent.count - Self.kept) }
             return resumed
         }
         for (waiter, message) in resumed {
