@@ -12,7 +12,14 @@ step "setup"
 scripts/setup.sh
 
 step "build (debug, with tests)"
-swift build --build-tests 2>&1 | tee .build/build.log | grep -E 'warning:|error:|Compiling|Build' | grep -v '^\[' || true
+# Progress shows as it builds; the build's own exit status is kept apart from the pipeline's.
+{ swift build --build-tests 2>&1; echo $? >.build/build.status; } | tee .build/build.log |
+    grep -E 'warning:|error:|Compiling|Build' | grep -v '^\[' || true
+build_status=$(cat .build/build.status)
+if [ "$build_status" -ne 0 ]; then
+    echo "test: the build failed (exit $build_status; see .build/build.log)" >&2
+    exit 1
+fi
 if grep -q 'warning:' .build/build.log; then
     echo "test: the build has warnings (see .build/build.log)" >&2
     exit 1
