@@ -260,7 +260,7 @@ final class WatchSession: Sendable {
         lines.append("gnss-hat watch  \(board.name): \(board.title)   t=\(seconds(now))"
             + (clock.rate > 1 ? " (x\(SimulatedSeconds.format(clock.rate)))" : ""))
         var power = "power    \(snapshot.power)"
-        if let since = snapshot.poweredSince { power += " for \(seconds(now - since))" }
+        if let since = snapshot.poweredSince { power += ", powered for \(seconds(now - since))" }
         power += "   power-ons \(statistics.powerOns), on \(seconds(statistics.timePowered)) in all"
         if let ttff = statistics.lastTimeToFirstFix { power += ", last TTFF \(seconds(ttff))" }
         lines.append(power)
