@@ -11,17 +11,30 @@ seconds=${1:-60}
 shift || true
 
 export GNSSHAT_FUZZ=1
-build=(swift build -c release --sanitize=fuzzer --sanitize=address --scratch-path .build/fuzz --product GNSSProtocolFuzz)
+# swiftc keeps only the last -sanitize= it is given, and SwiftPM's `--sanitize=fuzzer
+# --sanitize=address` reaches it in a random order (a Set): one build got coverage without
+# AddressSanitizer, another AddressSanitizer without coverage. So SwiftPM is told only of the
+# fuzzer (it then builds the target without a main of its own, for libFuzzer's), and both
+# sanitizers go last, in one flag.
+build=(swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --scratch-path .build/fuzz
+    --product GNSSProtocolFuzz)
 "${build[@]}" 2>&1 | grep -E 'error|warning:' || true
 binary=$("${build[@]}" --show-bin-path)/GNSSProtocolFuzz
 test -x "$binary" || { echo "fuzz: build failed (see above)" >&2; exit 1; }
-# Without coverage counters libFuzzer runs blind; an incremental build has once lost them, so rebuild
-# from scratch when the section is missing.
-if ! readelf -S "$binary" | grep __sancov_cntrs >/dev/null; then
-    echo "fuzz: the binary has no coverage counters; rebuilding from scratch" >&2
+# Without coverage counters libFuzzer runs blind, and without AddressSanitizer it misses what it
+# is for: check the binary has the counters and the decoders' objects call into ASan.
+instrumented() {
+    readelf -S "$binary" | grep __sancov_cntrs >/dev/null || { echo "fuzz: no coverage counters" >&2; return 1; }
+    local object
+    object=$(find .build/fuzz -path '*/release/GNSSProtocol.build/Framer.swift.o' | head -n 1)
+    [ -n "$object" ] && nm "$object" | grep __asan_report >/dev/null ||
+        { echo "fuzz: the GNSSProtocol objects are not AddressSanitizer-instrumented" >&2; return 1; }
+}
+if ! instrumented; then
+    echo "fuzz: rebuilding from scratch" >&2
     rm -rf .build/fuzz/release .build/fuzz/x86_64-unknown-linux-gnu/release
     "${build[@]}" 2>&1 | grep -E 'error|warning:' || true
-    readelf -S "$binary" | grep __sancov_cntrs >/dev/null || { echo "fuzz: still no coverage counters" >&2; exit 1; }
+    instrumented || { echo "fuzz: still not instrumented (see above)" >&2; exit 1; }
 fi
 
 corpus=.build/fuzz-corpus
