@@ -167,15 +167,23 @@ final class HardwareSession: Sendable {
             try lines.acquire()
             let transport = try openTransport()
             state.withLock { $0.transport = transport }
-            transport.start(
-                onBytes: { [weak self] bytes in self?.received(bytes) },
-                onFailure: { [weak self] error in self?.linkFailed(error, device: transport.name) }
-            )
+            let startReading = {
+                transport.start(
+                    onBytes: { [weak self] bytes in self?.received(bytes) },
+                    onFailure: { [weak self] error in self?.linkFailed(error, device: transport.name) }
+                )
+            }
+            // A UART is read from before the power comes, so that no boot message is missed; a
+            // DDC port is polled only once it is powered (an unpowered receiver would NAK every
+            // poll), and keeps what it says meanwhile in its own buffer.
+            let pollsOnlyWhenPowered = if case .i2c = board.link { true } else { false }
+            if !pollsOnlyWhenPowered { startReading() }
             let mark = log.mark
             let runner = PowerStrategyRunner(session: self, transport: transport)
             for strategy in board.power.strategies {
                 try await runner.powerOn(strategy)
             }
+            if pollsOnlyWhenPowered { startReading() }
             try await awaitUp(after: mark, transport: transport)
             if configure {
                 let configurator = Configurator(session: self, transport: transport)
