@@ -30,18 +30,11 @@ public enum FileSystem {
 
     /// The names in `directory` but `.` and `..`, sorted (`opendir`, `readdir`, `closedir`).
     public static func entries(of directory: String) throws(FileError) -> [String] {
-        guard let stream = opendir(directory) else {
-            throw FileError(FailedCall(call: "opendir", device: directory, errno: Errno.current))
+        do {
+            return try listDirectory(directory).filter { $0 != "." && $0 != ".." }.sorted()
+        } catch {
+            throw FileError(error)
         }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
     }
 
     /// Where the symbolic link at `path` points (`readlink`), or nil when it is not a link.
