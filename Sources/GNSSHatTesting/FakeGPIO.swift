@@ -203,8 +203,5 @@ public final class FakeEdgeSource: EdgeEventSource {
 
 /// A Dispatch deadline `timeout` from now, capped at a day.
 func fakeDeadline(after timeout: Duration) -> DispatchTime {
-    let (seconds, attoseconds) = timeout.components
-    guard seconds >= 0, attoseconds >= 0 else { return .now() }
-    let nanos = min(seconds, 86_400) * 1_000_000_000 + attoseconds / 1_000_000_000
-    return .now() + .nanoseconds(Int(nanos))
+    .now() + .nanoseconds(Int(min(timeout.clampedNanoseconds, 86_400_000_000_000)))
 }

@@ -137,7 +137,7 @@ struct ReportEncoder {
             // The edge's system time: realtime stamps as they are, monotonic ones moved to the wall
             // clock. The second it marks is the nearest whole one (the system clock is assumed
             // within half a second, as when chrony already uses the serial time).
-            let stamp = Self.nanoseconds(pulse.edge.timestamp)
+            let stamp = pulse.edge.timestamp.clampedNanoseconds
             let clock = pulse.edge.clock == .realtime ? stamp : now - (monotonicNow - stamp)
             let real = (clock + 500_000_000) / 1_000_000_000 * 1_000_000_000
             emit(.pulse(TimeOffset(real: real, clock: clock)))
@@ -195,11 +195,6 @@ struct ReportEncoder {
         buffer.removeAll(keepingCapacity: true)
         GPSDReport.appendTPV(fix, device: device, to: &buffer)
         return buffer
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     /// A sentence as bytes: kept whole when it was not decoded, otherwise encoded again from its

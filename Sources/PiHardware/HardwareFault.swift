@@ -22,8 +22,9 @@ extension Duration {
         return CInt(clamping: millis.partialValue + extra)
     }
 
-    /// Whole nanoseconds, clamped to 0...Int64.max.
-    var clampedNanoseconds: Int64 {
+    /// Whole nanoseconds (rounded down), clamped to 0...Int64.max: for timeouts and timestamps
+    /// handed to C calls and clocks that count in nanoseconds.
+    public var clampedNanoseconds: Int64 {
         let (seconds, attoseconds) = components
         if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
         let nanos = seconds.multipliedReportingOverflow(by: 1_000_000_000)

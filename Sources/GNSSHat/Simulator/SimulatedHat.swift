@@ -376,8 +376,7 @@ final class LoopbackLink: SerialLink {
 
     func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
         if let bytes = try take(maxCount) { return bytes }
-        let nanos = max(0, min(SimulationMath.nanoseconds(timeout), 86_400_000_000_000))
-        _ = signal.wait(timeout: .now() + .nanoseconds(Int(nanos)))
+        _ = signal.wait(timeout: dispatchDeadline(after: timeout))
         return try take(maxCount) ?? []
     }
 

@@ -159,8 +159,13 @@ public final class SimulatedEdgeSource: EdgeEventSource {
     }
 
     public func nextEdge(timeout: Duration) throws -> EdgeEvent? {
-        let nanos = max(0, min(SimulationMath.nanoseconds(timeout), 86_400_000_000_000))
-        guard signal.wait(timeout: .now() + .nanoseconds(Int(nanos))) == .success else { return nil }
+        guard signal.wait(timeout: dispatchDeadline(after: timeout)) == .success else { return nil }
         return queue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
     }
+}
+
+/// A Dispatch deadline `timeout` from now (a negative one is now), capped at a day: for the
+/// simulator's semaphore waits.
+func dispatchDeadline(after timeout: Duration) -> DispatchTime {
+    .now() + .nanoseconds(Int(min(timeout.clampedNanoseconds, 86_400_000_000_000)))
 }

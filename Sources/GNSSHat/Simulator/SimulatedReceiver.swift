@@ -452,8 +452,8 @@ struct Model: Sendable {
     // MARK: Time
 
     func gridAfter(_ time: Duration) -> Duration {
-        let periodNanos = max(SimulationMath.nanoseconds(period), 1_000_000)
-        let nanos = SimulationMath.nanoseconds(time)
+        let periodNanos = max(period.clampedNanoseconds, 1_000_000)
+        let nanos = time.clampedNanoseconds
         return .nanoseconds((nanos / periodNanos + 1) * periodNanos)
     }
 
@@ -575,7 +575,7 @@ struct Model: Sendable {
         if fixed, mode == .acquiring { enter(.tracking, now: epoch) }
         if fixed { ephemerisUntil = epoch + settings.ephemerisLifetime }
         let time = GNSSTime(nanosecondsSinceEpoch: settings.startTime.nanosecondsSinceEpoch
-            + SimulationMath.nanoseconds(epoch))
+            + epoch.clampedNanoseconds)
         let satellites = satellites(at: epoch, tracking: fixed)
         let frames = isUBlox
             ? SimulatedEpoch.ublox(time: time, position: fixed ? position(at: epoch) : nil, settings: settings,

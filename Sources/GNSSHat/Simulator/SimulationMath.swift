@@ -52,12 +52,6 @@ enum SimulationMath {
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
-    /// Nanoseconds in a duration (rounded down).
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
