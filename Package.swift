@@ -62,15 +62,20 @@ let package = Package(
             dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter", "PiHardware"]
         ),
 
+        // Paths, the built binary and captures for the test targets (Foundation; never shipped).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+
         // Tests: one target per module.
         .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting"]),
-        .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD"], exclude: ["Oracles"]),
+        .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]),
         .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting"]),
-        .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware"]),
-        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "PiHardware"]),
+        .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware",
+                                                      "TestSupport"]),
+        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "PiHardware",
+                                                   "TestSupport"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
         // The command line: its parser through @testable import, its subcommands through the built binary.
-        .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware"]),
+        .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// The built `gnss-hat` run as a child; its output is drained by one thread per pipe (Foundation's
 /// readabilityHandler never fires here), so a chatty child can never block on a full pipe.
@@ -10,24 +11,11 @@ struct CommandRun {
     var out: String
     var err: String
 
-    static func binary() throws -> URL {
-        if let override = ProcessInfo.processInfo.environment["GNSSHAT_BINARY"] {
-            return URL(fileURLWithPath: override)
-        }
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("gnss-hat")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw CommandTestError("gnss-hat not built next to the tests (swift build --build-tests builds it)")
-    }
-
     /// Runs to the end; `signalAfterFirstLine` sends SIGTERM once standard output has a line.
     static func run(_ arguments: [String], terminateAfterFirstLine: Bool = false,
                     environment: [String: String]? = nil, directory: URL? = nil) throws -> CommandRun {
         let process = Process()
-        process.executableURL = try binary()
+        process.executableURL = try TestPaths.gnssHat()
         process.arguments = arguments
         if let environment { process.environment = environment }
         if let directory { process.currentDirectoryURL = directory }
@@ -80,11 +68,6 @@ final class Drain: @unchecked Sendable {
         done.wait()
         return data
     }
-}
-
-struct CommandTestError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 @Suite("gnss-hat subcommands")

@@ -2,13 +2,10 @@ import Foundation
 @testable import GNSSHat
 import PiHardware
 import Testing
+import TestSupport
 
-/// The package's root directory, found from this file's path.
-let packageRoot: String = {
-    var url = URL(fileURLWithPath: #filePath)
-    for _ in 0..<3 { url.deleteLastPathComponent() }
-    return url.path
-}()
+/// The package's root directory.
+let packageRoot: String = TestPaths.packageRoot.path
 
 /// Every `boards/*.json` file: (name, path).
 let boardFiles: [String] = {

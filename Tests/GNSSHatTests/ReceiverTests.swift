@@ -5,6 +5,7 @@ import GNSSProtocol
 import PiHardware
 import Signals
 import Testing
+import TestSupport
 
 /// The first error a subscription ends with (nil if it ends without one).
 func firstError<T: Sendable>(_ subscription: SignalSubscription<T>) async -> (any Error)? {
@@ -391,8 +392,7 @@ struct ReceiverConfigurationTests {
 struct ReplayTests {
     @Test("a u-blox 8 capture from gpsd's regression tests, played back through the receiver")
     func replay() async throws {
-        let path = packageRoot + "/Tests/Fixtures/corpus/gpsd/ublox-8.log"
-        let capture = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let capture = try [UInt8](Data(contentsOf: TestPaths.corpus().appendingPathComponent("gpsd/ublox-8.log")))
         var board = try Rig.simulatorBoard()
         board.chip = Board.Chip(family: .ubloxGen8, model: "NEO-M8")
         let options = ReceiverOptions(configure: false)

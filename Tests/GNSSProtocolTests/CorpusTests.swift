@@ -4,6 +4,7 @@
 import Foundation
 import GNSSProtocol
 import Testing
+import TestSupport
 
 /// What gpsd reported for one time: the last TPV it sent with that `time` (later TPVs of a cycle are
 /// the more complete ones), and what we reported for the same time.

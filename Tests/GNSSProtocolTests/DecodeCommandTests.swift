@@ -4,23 +4,13 @@ import Foundation
 import GNSSProtocol
 import GPSD
 import Testing
+import TestSupport
 
 @Suite("gnss-hat decode")
 struct DecodeCommandTests {
-    /// The `gnss-hat` built next to this test bundle.
-    static func command() throws -> URL {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = directory.appendingPathComponent("gnss-hat")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw TestSetupError("gnss-hat not built next to the tests (swift build --build-tests builds it)")
-    }
-
     static func run(_ arguments: [String], input: Data? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
-        process.executableURL = try command()
+        process.executableURL = try TestPaths.gnssHat()
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()

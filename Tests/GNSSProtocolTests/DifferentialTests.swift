@@ -6,6 +6,7 @@
 import Foundation
 import GNSSProtocol
 import Testing
+import TestSupport
 
 @Suite("Differential vs pyubx2 / pynmeagps", .serialized)
 struct DifferentialTests {

@@ -3,25 +3,9 @@
 import Foundation
 import GNSSProtocol
 import Testing
+import TestSupport
 
-enum TestPaths {
-    /// The package root (two levels above this file).
-    static let packageRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
-
-    /// The corpus of real captures: `$GNSSHAT_CORPUS`, else the copy in `Tests/Fixtures` (its
-    /// `gpsd/` folder is `Tests/Fixtures/gpsd-corpus`).
-    static func corpus() throws -> URL {
-        if let override = ProcessInfo.processInfo.environment["GNSSHAT_CORPUS"] {
-            return URL(fileURLWithPath: override)
-        }
-        let fixtures = packageRoot.appendingPathComponent("Tests/Fixtures/corpus")
-        guard FileManager.default.fileExists(atPath: fixtures.appendingPathComponent("gpsd").path) else {
-            throw TestSetupError("corpus not found at \(fixtures.path)/gpsd (or set GNSSHAT_CORPUS)")
-        }
-        return fixtures
-    }
-
+extension TestPaths {
     /// The Python with pyubx2 and pynmeagps: `$GNSSHAT_VENV_PYTHON`, else `.build/venv/bin/python`.
     static func oraclePython() throws -> URL {
         let path =
@@ -34,24 +18,6 @@ enum TestPaths {
     }
 
     static var oracles: URL { packageRoot.appendingPathComponent("Tests/GNSSProtocolTests/Oracles") }
-}
-
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A capture without its leading `#` comment lines.
-func captureBytes(_ url: URL) throws -> [UInt8] {
-    let data = try Data(contentsOf: url)
-    var bytes = [UInt8](data)
-    var index = 0
-    while index < bytes.count && bytes[index] == UInt8(ascii: "#") {
-        while index < bytes.count && bytes[index] != UInt8(ascii: "\n") { index += 1 }
-        index += 1
-    }
-    bytes.removeFirst(min(index, bytes.count))
-    return bytes
 }
 
 /// Runs bytes through framer, decoder and assembler.

@@ -4,6 +4,7 @@
 import Foundation
 import PiHardware
 import Testing
+import TestSupport
 
 /// One capture from the corpus and what is asserted about it.
 struct DifferentialCapture: Sendable, CustomStringConvertible {
@@ -77,7 +78,7 @@ struct DifferentialTests {
     @Test("TPV and SKY agree field by field, but for the listed differences", arguments: captures)
     func sameBytes(capture: DifferentialCapture) async throws {
         let gpsdBinary = try TestPaths.tool("/usr/sbin/gpsd", package: "gpsd")
-        let payload = try Self.payload(of: TestPaths.corpus().appendingPathComponent("gpsd/\(capture.file)"))
+        let payload = try captureBytes(TestPaths.corpus().appendingPathComponent("gpsd/\(capture.file)"))
         let run = try await Self.run(payload, family: capture.family, gpsd: gpsdBinary)
         let gpsd = Epochs(run.gpsd)
         let ours = Epochs(run.ours)
@@ -120,17 +121,6 @@ struct DifferentialTests {
     }
 
     // MARK: - Running both services
-
-    /// The capture's bytes without the leading `#` comment lines.
-    static func payload(of url: URL) throws -> [UInt8] {
-        let bytes = [UInt8](try Data(contentsOf: url))
-        var index = 0
-        while index < bytes.count, bytes[index] == UInt8(ascii: "#") {
-            guard let newline = bytes[index...].firstIndex(of: 0x0A) else { return [] }
-            index = newline + 1
-        }
-        return Array(bytes[index...])
-    }
 
     static func run(_ payload: [UInt8], family: String, gpsd gpsdBinary: URL) async throws
         -> (gpsd: [[String: Any]], ours: [[String: Any]])

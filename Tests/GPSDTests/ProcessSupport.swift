@@ -4,65 +4,7 @@ import Foundation
 import Glibc
 import PiHardware
 import Testing
-
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-enum TestPaths {
-    /// The package root (two levels above this file).
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
-
-    /// gpsd's regression captures kept with the package (`Tests/Fixtures/corpus`), or `$GNSSHAT_CORPUS`.
-    static func corpus() throws -> URL {
-        if let override = ProcessInfo.processInfo.environment["GNSSHAT_CORPUS"] {
-            return URL(fileURLWithPath: override)
-        }
-        let fixtures = packageRoot.appendingPathComponent("Tests/Fixtures/corpus")
-        guard FileManager.default.fileExists(atPath: fixtures.appendingPathComponent("gpsd").path) else {
-            throw TestSetupError("corpus not found at \(fixtures.path)/gpsd (or set GNSSHAT_CORPUS)")
-        }
-        return fixtures
-    }
-
-    /// The `gnss-hat` executable built next to this test bundle (`swift build` builds it).
-    static func gnssHat() throws -> URL {
-        var candidates: [URL] = []
-        if let override = ProcessInfo.processInfo.environment["GNSSHAT_BINARY"] {
-            candidates.append(URL(fileURLWithPath: override))
-        }
-        for argument in [Bundle.main.executablePath, CommandLine.arguments.first].compactMap({ $0 }) {
-            var directory = URL(fileURLWithPath: argument).deletingLastPathComponent()
-            for _ in 0..<4 {
-                candidates.append(directory.appendingPathComponent("gnss-hat"))
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/gnss-hat"))
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
-            return candidate
-        }
-        throw TestSetupError("gnss-hat executable not found next to the tests: run `swift build` first "
-            + "(or set GNSSHAT_BINARY); looked in \(candidates.map(\.path))")
-    }
-
-    /// A Debian tool the test needs; a missing one fails the test with the package to install.
-    static func tool(_ path: String, package: String) throws -> URL {
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw TestSetupError("\(path) is missing: install Debian's \(package) (scripts/setup.sh does)")
-        }
-        return URL(fileURLWithPath: path)
-    }
-
-    /// A new private temporary directory.
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-}
+import TestSupport
 
 /// A TCP port nobody listens on now (bound and released; good enough for a test's child process).
 func freePort() throws -> UInt16 {

@@ -4,6 +4,7 @@
 import Foundation
 import PiHardware
 import Testing
+import TestSupport
 
 /// The python3-gps client: watches until it has a TPV and a SKY and prints what it saw as JSON.
 private let pythonClient = """
