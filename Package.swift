@@ -59,7 +59,9 @@ let package = Package(
         .target(name: "CMallocCounter"),
         .executableTarget(
             name: "GNSSHatBench",
-            dependencies: ["Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter", "PiHardware"]
+            dependencies: [
+                "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter", "PiHardware",
+            ]
         ),
 
         // Paths, the built binary and captures for the test targets (Foundation; never shipped).
@@ -67,10 +69,14 @@ let package = Package(
 
         // Tests: one target per module.
         .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting"]),
-        .testTarget(name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]),
+        .testTarget(
+            name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]
+        ),
         .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting"]),
-        .testTarget(name: "GNSSHatTests", dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware",
-                                                      "TestSupport"]),
+        .testTarget(
+            name: "GNSSHatTests",
+            dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware", "TestSupport"]
+        ),
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "PiHardware",
                                                    "TestSupport"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
