@@ -290,4 +290,14 @@ public final class LoopThread: Sendable {
         }
         if let thread { _ = system_pthread_join(thread) }
     }
+
+    /// Lets the thread end on its own, its resources freed when it does (`pthread_detach`);
+    /// ``join()`` then returns at once.
+    public func detach() {
+        let thread = handle.withLock { handle -> pthread_t? in
+            defer { handle = nil }
+            return handle
+        }
+        if let thread { _ = system_pthread_detach(thread) }
+    }
 }

@@ -131,6 +131,10 @@ func system_pthread_join(_ thread: pthread_t) -> CInt {
     Glibc.pthread_join(thread, nil)
 }
 
+func system_pthread_detach(_ thread: pthread_t) -> CInt {
+    Glibc.pthread_detach(thread)
+}
+
 func system_set_thread_name(_ name: String) {
     _ = cshim_set_thread_name(String(name.utf8.prefix(15)) ?? "")
 }

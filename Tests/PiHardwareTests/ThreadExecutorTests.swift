@@ -1,0 +1,178 @@
+@_spi(ExperimentalCustomExecutors) import _Concurrency
+import Glibc
+@testable import PiHardware
+import Testing
+
+/// The name of the calling thread (`/proc/thread-self/comm`).
+private func currentThreadName() -> String {
+    (try? FileSystem.contents(of: "/proc/thread-self/comm")).map {
+        String(decoding: $0, as: UTF8.self).trimmingSuffix(while: \.isNewline)
+    } ?? "?"
+}
+
+extension String {
+    fileprivate func trimmingSuffix(while predicate: (Character) -> Bool) -> String {
+        var text = self
+        while let last = text.last, predicate(last) { text.removeLast() }
+        return text
+    }
+}
+
+private actor Counter {
+    var value = 0
+    func increment() -> Int {
+        value += 1
+        return value
+    }
+}
+
+/// An actor whose jobs run on a ``MainThreadExecutor``.
+private actor OnExecutor {
+    nonisolated let executor: MainThreadExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    init(_ executor: MainThreadExecutor) {
+        self.executor = executor
+    }
+
+    func whereAmI() -> (thread: String, isolating: Bool?) {
+        (currentThreadName(), executor.isIsolatingCurrentContext())
+    }
+}
+
+@Suite("Job and deadline queues")
+struct ExecutorQueueTests {
+    @Test("the job queue is first in, first out across its compaction")
+    func fifo() {
+        var queue = JobQueue<Int>()
+        var taken: [Int] = []
+        for value in 0..<300 { queue.append(value) }
+        for _ in 0..<150 { taken.append(queue.popFirst() ?? -1) }
+        for value in 300..<400 { queue.append(value) }
+        while let value = queue.popFirst() { taken.append(value) }
+        #expect(taken == Array(0..<400))
+        #expect(queue.isEmpty && queue.popFirst() == nil)
+    }
+
+    @Test("deadlines come out earliest first, ties in the order they went in, only once due")
+    func deadlines() {
+        var queue = DeadlineQueue<String>()
+        let base = MonotonicInstant(nanoseconds: 1_000)
+        let order: [(String, Int64)] = [("c", 30), ("a", 10), ("b1", 20), ("e", 50), ("b2", 20), ("d", 40)]
+        for (name, offset) in order { queue.insert(name, at: MonotonicInstant(nanoseconds: base.nanoseconds + offset)) }
+        #expect(queue.earliest == MonotonicInstant(nanoseconds: 1_010))
+        #expect(queue.removeDue(at: MonotonicInstant(nanoseconds: 1_009)).isEmpty)
+        #expect(queue.removeDue(at: MonotonicInstant(nanoseconds: 1_020)) == ["a", "b1", "b2"])
+        #expect(queue.removeDue(at: MonotonicInstant(nanoseconds: 1_045)) == ["c", "d"])
+        #expect(queue.count == 1 && queue.earliest == MonotonicInstant(nanoseconds: 1_050))
+        #expect(queue.removeDue(at: MonotonicInstant(nanoseconds: .max)) == ["e"])
+        #expect(queue.earliest == nil)
+    }
+
+    @Test("a deadline past the end of time saturates instead of overflowing")
+    func saturates() {
+        let late = MonotonicInstant(nanoseconds: .max - 5).advanced(by: .seconds(1))
+        #expect(late.nanoseconds == .max)
+    }
+}
+
+@Suite("Thread executors")
+struct ThreadExecutorTests {
+    @Test("tasks, actors and task groups run on the pool's threads and all finish")
+    func tasks() async throws {
+        let pool = try ThreadPoolExecutor(threads: 2)
+        defer { pool.shutdown() }
+        let counter = Counter()
+        let names = await Task(executorPreference: pool) {
+            await withTaskGroup(of: String.self) { group in
+                for _ in 0..<200 {
+                    group.addTask {
+                        _ = await counter.increment()
+                        return currentThreadName()
+                    }
+                }
+                var names: Set<String> = []
+                for await name in group { names.insert(name) }
+                return names
+            }
+        }.value
+        #expect(await counter.value == 200)
+        #expect(names.isSubset(of: ["gnss-worker-0", "gnss-worker-1"]), "\(names)")
+    }
+
+    @Test("sleeps go through the pool's timer thread and do not return early",
+          arguments: [SleepKind.taskSleepFor, .taskSleepNanoseconds, .continuousClock, .suspendingClock])
+    func sleeps(kind: SleepKind) async throws {
+        let pool = try ThreadPoolExecutor(threads: 2)
+        defer { pool.shutdown() }
+        let before = pool.timersScheduled
+        let elapsed = try await Task(executorPreference: pool) {
+            let start = ContinuousClock.now
+            try await kind.sleep(.milliseconds(20))
+            return (ContinuousClock.now - start, currentThreadName())
+        }.value
+        #expect(elapsed.0 >= .milliseconds(20))
+        #expect(elapsed.1.hasPrefix("gnss-worker-"))
+        #expect(pool.timersScheduled == before + 1)
+    }
+
+    @Test("a cancelled sleep ends at once and the task goes on")
+    func cancelledSleep() async throws {
+        let pool = try ThreadPoolExecutor(threads: 2)
+        defer { pool.shutdown() }
+        let task = Task(executorPreference: pool) {
+            do {
+                try await Task.sleep(for: .seconds(3600))
+                return "slept"
+            } catch {
+                return "cancelled"
+            }
+        }
+        task.cancel()
+        #expect(await task.value == "cancelled")
+    }
+
+    @Test("a main executor runs its actor's jobs on the thread that runs it, until stopped")
+    func mainExecutor() async throws {
+        let timers = try TimerThread()
+        defer { timers.shutdown() }
+        let main = MainThreadExecutor(timers: timers)
+        let thread = try LoopThread(name: "test-main") { main.run() }
+        let actor = OnExecutor(main)
+        let seen = await actor.whereAmI()
+        #expect(seen.thread == "test-main")
+        #expect(seen.isolating == true)
+        #expect(main.isIsolatingCurrentContext() == false)
+        main.stop()
+        thread.join()
+    }
+
+    @Test("a serial thread runs calls in order on one thread, and reports what they throw")
+    func serialThread() async throws {
+        struct Failure: Error, Equatable {}
+        let serial = SerialThread(name: "test-serial")
+        let order = ThreadCondition<[Int]>([])
+        for value in 0..<50 {
+            try serial.async { order.withLock { $0.append(value) } }
+        }
+        let name = try await serial.run { currentThreadName() }
+        #expect(name == "test-serial")
+        #expect(order.withLock { $0 } == Array(0..<50))
+        await #expect(throws: Failure.self) { try await serial.run { throw Failure() } }
+    }
+}
+
+enum SleepKind: String, CustomTestStringConvertible, Sendable {
+    case taskSleepFor, taskSleepNanoseconds, continuousClock, suspendingClock
+
+    var testDescription: String { rawValue }
+
+    func sleep(_ duration: Duration) async throws {
+        switch self {
+        case .taskSleepFor: try await Task.sleep(for: duration)
+        case .taskSleepNanoseconds: try await Task.sleep(nanoseconds: UInt64(duration.clampedNanoseconds))
+        case .continuousClock: try await ContinuousClock().sleep(for: duration)
+        case .suspendingClock: try await SuspendingClock().sleep(for: duration)
+        }
+    }
+}
