@@ -1,7 +1,6 @@
 // One hardware session: power on, open the link, wait for the receiver, configure it, decode
 // what it sends into events; and the reverse. The Receiver's RefCountedSignal runs `start` for
 // its first subscriber and `stop` after its last one (or after any failure), never overlapping.
-import Dispatch
 import GNSSProtocol
 import PiHardware
 import Signals
@@ -52,7 +51,7 @@ final class HardwareSession: Sendable {
     }
 
     private let state = Lock(State())
-    private let ppsQueue = DispatchQueue(label: "gnss-hat.pps")
+    private let ppsThread = SerialThread(name: "gnss-pps")
     /// Whether the session is waiting for time or for the receiver to answer (not working).
     var isWaiting: Bool { clock.pendingWait.waiting }
 
@@ -361,25 +360,37 @@ final class HardwareSession: Sendable {
             state.ppsRunning = true
             state.ppsLoopEnded = false
         }
-        ppsQueue.async { [self] in
-            while state.withLock({ $0.ppsRunning }) {
-                do {
-                    if let edge = try source.nextEdge(timeout: .milliseconds(50)) {
-                        emitter.send(.pps(PPSPulse(edge: edge)))
-                    }
-                } catch {
-                    if state.withLock({ $0.ppsRunning }) { notice("PPS stopped: \(error)") }
-                    lines.dropPPS()
-                    break
-                }
-            }
-            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.ppsLoopEnded = true
-                defer { state.ppsWaiters.removeAll() }
-                return state.ppsWaiters
-            }
-            for waiter in waiters { waiter.resume() }
+        do {
+            try ppsThread.async { [self] in ppsLoop(source, emitter) }
+        } catch {
+            notice("PPS is not available: \(error)")
+            lines.dropPPS()
+            endPPSLoop()
         }
+    }
+
+    private func ppsLoop(_ source: any EdgeEventSource, _ emitter: SignalEmitter<ReceiverEvent>) {
+        while state.withLock({ $0.ppsRunning }) {
+            do {
+                if let edge = try source.nextEdge(timeout: .milliseconds(50)) {
+                    emitter.send(.pps(PPSPulse(edge: edge)))
+                }
+            } catch {
+                if state.withLock({ $0.ppsRunning }) { notice("PPS stopped: \(error)") }
+                lines.dropPPS()
+                break
+            }
+        }
+        endPPSLoop()
+    }
+
+    private func endPPSLoop() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.ppsLoopEnded = true
+            defer { state.ppsWaiters.removeAll() }
+            return state.ppsWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     private func stopPPS() async {

@@ -1,7 +1,6 @@
 // Transports: how bytes move between the host and the receiver while a session runs. A UART is
 // read by a loop on a thread of its own; a u-blox DDC port is polled on the injected clock, with
 // an interval that follows the navigation period and backs off while the receiver is quiet.
-import Dispatch
 import PiHardware
 import Signals
 
@@ -21,15 +20,8 @@ protocol Transport: AnyObject, Sendable {
     func close() async
 }
 
-/// Runs a blocking call on `queue` and resumes with its result.
-func onQueue<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        queue.async { continuation.resume(with: Result { try body() }) }
-    }
-}
-
-/// A UART (or pseudo-terminal, or the simulator's in-process link): a read loop on a dispatch
-/// queue of its own, writes on another.
+/// A UART (or pseudo-terminal, or the simulator's in-process link): a read loop on a thread of
+/// its own, writes on another.
 final class UARTTransport: Transport {
     let link: any SerialLink
     let name: String
@@ -43,8 +35,8 @@ final class UARTTransport: Transport {
     }
 
     private let state = Lock(State())
-    private let readQueue = DispatchQueue(label: "gnss-hat.uart.read")
-    private let writeQueue = DispatchQueue(label: "gnss-hat.uart.write")
+    private let reader = SerialThread(name: "gnss-uart-read")
+    private let writer = SerialThread(name: "gnss-uart-write")
 
     init(link: any SerialLink, name: String) {
         self.link = link
@@ -56,23 +48,35 @@ final class UARTTransport: Transport {
             state.running = true
             state.loopEnded = false
         }
-        readQueue.async { [self] in
-            while state.withLock({ $0.running }) {
-                do {
-                    let bytes = try link.read(maxCount: 4096, timeout: Self.readTimeout)
-                    if !bytes.isEmpty { onBytes(bytes) }
-                } catch {
-                    if state.withLock({ $0.running }) { onFailure(error) }
-                    break
-                }
-            }
-            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.loopEnded = true
-                defer { state.endWaiters.removeAll() }
-                return state.endWaiters
-            }
-            for waiter in waiters { waiter.resume() }
+        do {
+            try reader.async { [self] in readLoop(onBytes: onBytes, onFailure: onFailure) }
+        } catch {
+            endLoop()
+            onFailure(error)
         }
+    }
+
+    private func readLoop(onBytes: @escaping @Sendable ([UInt8]) -> Void,
+                      onFailure: @escaping @Sendable (any Error) -> Void) {
+        while state.withLock({ $0.running }) {
+            do {
+                let bytes = try link.read(maxCount: 4096, timeout: Self.readTimeout)
+                if !bytes.isEmpty { onBytes(bytes) }
+            } catch {
+                if state.withLock({ $0.running }) { onFailure(error) }
+                break
+            }
+        }
+        endLoop()
+    }
+
+    private func endLoop() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.loopEnded = true
+            defer { state.endWaiters.removeAll() }
+            return state.endWaiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     func setSpeed(_ speed: Int) throws {
@@ -85,7 +89,7 @@ final class UARTTransport: Transport {
 
     func send(_ bytes: [UInt8]) async throws {
         let link = link
-        try await onQueue(writeQueue) { try link.write(bytes) }
+        try await writer.run { try link.write(bytes) }
     }
 
     func stopReading() async {
@@ -150,7 +154,8 @@ final class DDCTransport: Transport {
 
     private let clock: ReceiverClock
     private let period: Duration
-    private let queue = DispatchQueue(label: "gnss-hat.ddc")
+    /// Transfers run here, one at a time: the bus calls block.
+    private let transfers = SerialThread(name: "gnss-ddc")
     private let poller = Lock<Task<Void, Never>?>(nil)
     private let scheduleState: Lock<DDCPollSchedule>
 
@@ -173,7 +178,7 @@ final class DDCTransport: Transport {
                 let port = port
                 let bytes: [UInt8]
                 do {
-                    bytes = try await onQueue(queue) { try port.readAvailable(maxCount: port.maxReadChunk) }
+                    bytes = try await transfers.run { try port.readAvailable(maxCount: port.maxReadChunk) }
                     failures = 0
                 } catch {
                     failures += 1
@@ -196,7 +201,7 @@ final class DDCTransport: Transport {
 
     func send(_ bytes: [UInt8]) async throws {
         let port = port
-        try await onQueue(queue) { try port.write(bytes) }
+        try await transfers.run { try port.write(bytes) }
     }
 
     func stopReading() async {

@@ -39,7 +39,7 @@ public final class SimulatedHat: Sendable {
     }
 
     private let state = Lock(State())
-    private let readerQueue = DispatchQueue(label: "gnss-hat.simulator.reader")
+    private let reader = SerialThread(name: "gnss-sim-reader")
 
     /// A hat for `board` (its chip family and simulation section decide the receiver). Lines
     /// the host drives go through `lines` (a test's `FakeGPIO`, say) and on to the simulated
@@ -137,7 +137,7 @@ public final class SimulatedHat: Sendable {
                 state.terminal = terminal
                 state.readerRunning = true
             }
-            readerQueue.async { [weak self] in self?.readHost(terminal) }
+            try reader.async { [weak self] in self?.readHost(terminal) }
         case .inProcess:
             state.withLock { $0.loopback = nil }
         }
