@@ -129,9 +129,10 @@ public final class GPSDServer: Sendable {
         self.configuration = configuration
     }
 
-    /// Serves on a new thread until ``shutdown()``.
-    public func start() throws(SocketError) {
-        let loop = try ServerLoop(server: self, signals: nil)
+    /// Serves on a new thread until ``shutdown()`` or one of `signals` arrives (SIGTERM: stop
+    /// accepting, power the receiver off, end; ``waitUntilFinished()`` returns then).
+    public func start(signals: SignalWatcher? = nil) throws(SocketError) {
+        let loop = try ServerLoop(server: self, signals: signals)
         let thread = try LoopThread(name: "gpsd-loop") { loop.run() }
         shared.withLock { $0.thread = thread }
     }

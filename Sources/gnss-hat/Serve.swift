@@ -73,11 +73,13 @@ enum ServeCommand: Subcommand {
         }
         standardError("gnss-hat serve: board \(board.name), device \(source.device.path), listening on "
             + server.addresses.map(\.description).joined(separator: ", "))
+        // The loop gets a thread of its own rather than blocking one of the few task threads.
         do {
-            try server.run(signals: signals)
+            try server.start(signals: signals)
         } catch {
             throw CommandFailure(.failure, "\(error)")
         }
+        await server.waitUntilFinished()
         standardError("gnss-hat serve: stopped; receiver off")
     }
 

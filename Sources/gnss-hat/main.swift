@@ -3,5 +3,13 @@
 import PiHardware
 
 ProcessExit.ignoreBrokenPipe()
-let status = await CommandLineTool.run(Array(CommandLine.arguments.dropFirst()))
+// Tasks run on threads of our own, not libdispatch's: an idle `serve` must not wake up.
+do {
+    try ThreadExecutors.install()
+} catch {
+    StandardStream.error.write("gnss-hat: cannot start its threads: \(error)\n")
+    ProcessExit.exit(ExitStatus.failure.rawValue)
+}
+let arguments = Array(CommandLine.arguments.dropFirst())
+let status = ThreadExecutors.runMain { await CommandLineTool.run(arguments) }
 ProcessExit.exit(status.rawValue)

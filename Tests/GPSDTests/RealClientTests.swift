@@ -60,6 +60,29 @@ struct RealClientTests {
         #expect(await serve.stop() == 0)
     }
 
+    @Test("tasks run on the service's own threads: after a watch and a power-off no libdispatch thread exists")
+    func ownThreads() async throws {
+        let serve = try await ServeProcess(["--board", "simulator", "--verbose", "--linger", "0"])
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: serve.address)
+        try client.send("?WATCH={\"enable\":true,\"json\":true};")
+        _ = try await client.object(ofClass: "TPV")
+        try client.send("?WATCH={\"enable\":false};")
+        _ = try await serve.child.waitForErrorLine { $0.hasSuffix(" closed") }
+        // libdispatch's workers (named after their root queues, "...-qos" or "...overcommit") would
+        // arm its once-a-second workqueue monitor: an idle service must not have any.
+        let tasks = try FileSystem.entries(of: "/proc/\(serve.child.pid)/task")
+        let names = tasks.compactMap { task in
+            (try? FileSystem.contents(of: "/proc/\(serve.child.pid)/task/\(task)/comm"))
+                .map { String(decoding: $0.filter { $0 != 0x0A }, as: UTF8.self) }
+        }
+        #expect(!names.isEmpty)
+        let ours = names.filter { $0 == "gnss-hat" || $0.hasPrefix("gnss-") || $0 == "gpsd-loop" }
+        #expect(ours == names, "threads not started by gnss-hat: \(names)")
+        #expect(await serve.stop() == 0)
+    }
+
     @Test("SIGTERM: watchers hear the device close, the service stops accepting, powers off and exits 0")
     func sigterm() async throws {
         let serve = try await ServeProcess(["--board", "simulator", "--verbose"])
