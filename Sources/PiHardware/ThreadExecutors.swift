@@ -4,6 +4,7 @@
 // its tasks here instead: a few worker threads and a timer thread that sleep on condition
 // variables with no timeout while there is nothing to do.
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+import CLinuxShims
 import Glibc
 
 /// Replaces Swift concurrency's default and main executors with ``ThreadPoolExecutor`` and
