@@ -25,16 +25,25 @@ enum WriteOutcome {
 
 enum DescriptorIO {
     /// Waits with `poll` for input, then reads at most `maxCount` bytes with `read`.
-    static func read(_ fd: CInt, device: String, maxCount: Int, timeout: Duration) -> ReadOutcome {
+    static func read(_ fd: CInt, device: String, maxCount: Int, timeout: Duration?, wake: Waker? = nil)
+        -> ReadOutcome
+    {
         guard maxCount > 0 else { return .bytes([]) }
-        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = retryingInterrupts("poll", device) { system_poll(&pfd, 1, timeout.pollMilliseconds, device) }
+        var pfds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        if let wake { pfds.append(pollfd(fd: wake.rawDescriptor, events: Int16(POLLIN), revents: 0)) }
+        let milliseconds = timeout?.pollMilliseconds ?? -1
+        let ready = retryingInterrupts("poll", device) { system_poll(&pfds, pfds.count, milliseconds, device) }
         switch ready {
         case .failure(let failure): return .failed(failure)
         case .success(0): return .timedOut
         case .success: break
         }
-        let revents = CInt(pfd.revents)
+        let revents = CInt(pfds[0].revents)
+        if revents == 0, let wake {
+            // Woken, not readable: the caller looks at why.
+            wake.drain()
+            return .timedOut
+        }
         if revents & CInt(POLLNVAL) != 0 {
             preconditionFailure("PiHardware bug: poll on \(device) reported a closed descriptor")
         }

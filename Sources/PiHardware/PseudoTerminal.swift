@@ -70,9 +70,20 @@ public final class PseudoTerminal: ByteLink {
     /// Waits up to `timeout` for bytes from the device side (`poll`, `read`).
     /// Throws `.hangUp`/`.vanished` once the device side has been closed by every holder.
     public func read(maxCount: Int = 4096, timeout: Duration) throws(SerialError) -> [UInt8] {
+        try read(maxCount: maxCount, timeout: timeout, wake: nil)
+    }
+
+    /// Waits with no timeout for bytes from the device side, or until `waker` is woken (then
+    /// returns no bytes); `poll` on both, `read`. ``close()`` waits for a read in progress, so wake
+    /// the reader first.
+    public func read(maxCount: Int = 4096, until waker: Waker) throws(SerialError) -> [UInt8] {
+        try read(maxCount: maxCount, timeout: nil, wake: waker)
+    }
+
+    private func read(maxCount: Int, timeout: Duration?, wake: Waker?) throws(SerialError) -> [UInt8] {
         try readLock.withLock { _ throws(SerialError) in
             let fd = try openDescriptor()
-            switch DescriptorIO.read(fd, device: name, maxCount: maxCount, timeout: timeout) {
+            switch DescriptorIO.read(fd, device: name, maxCount: maxCount, timeout: timeout, wake: wake) {
             case .bytes(let bytes): return bytes
             case .timedOut: return []
             case .hungUp(let failure): throw .hangUp(failure)

@@ -40,6 +40,9 @@ public final class SimulatedHat: Sendable {
 
     private let state = Lock(State())
     private let reader = SerialThread(name: "gnss-sim-reader")
+    /// Wakes the reader, which otherwise waits for the host with no timeout (an idle simulator
+    /// does not wake the process).
+    private let readerWake: Waker
 
     /// A hat for `board` (its chip family and simulation section decide the receiver). Lines
     /// the host drives go through `lines` (a test's `FakeGPIO`, say) and on to the simulated
@@ -52,6 +55,7 @@ public final class SimulatedHat: Sendable {
         self.board = board
         self.clock = clock
         self.connection = connection
+        readerWake = try Waker()
         if let receiverBaud {
             baud = receiverBaud
         } else if case .simulator(let linkBaud) = board.link {
@@ -101,6 +105,7 @@ public final class SimulatedHat: Sendable {
             return (state.terminal, state.loopback)
         }
         loopback?.vanish()
+        readerWake.wake()
         terminal?.close()
     }
 
@@ -148,7 +153,7 @@ public final class SimulatedHat: Sendable {
         while state.withLock({ $0.readerRunning && $0.terminal === terminal }) {
             let bytes: [UInt8]
             do {
-                bytes = try terminal.read(maxCount: 4096, timeout: .milliseconds(50))
+                bytes = try terminal.read(maxCount: 4096, until: readerWake)
             } catch {
                 return
             }
