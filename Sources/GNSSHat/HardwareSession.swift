@@ -275,15 +275,22 @@ final class HardwareSession: Sendable {
 
     /// Decodes bytes from the reader and emits what they complete.
     private func received(_ bytes: [UInt8]) {
-        let now = clock.now()
+        // The messages go out first: a client waits for what follows from them (a TPV from
+        // NAV-PVT or RMC). The receiver's own epochs, its message log and waiters come after.
         var messages: [Message] = []
-        var epochs: [Epoch] = []
-        typealias Outcome = (SignalEmitter<ReceiverEvent>?, [CheckedContinuation<Void, Never>])
-        let (emitter, ready) = state.withLock { state -> Outcome in
-            let errors = state.decoder.consume(bytes, messages: &messages, epochs: &epochs)
+        let emitter = state.withLock { state -> SignalEmitter<ReceiverEvent>? in
+            let errors = state.decoder.decode(bytes, into: &messages)
             state.statistics.bytesReceived += bytes.count
             state.statistics.messages += messages.count
             state.statistics.decodeErrors += errors
+            return state.emitter
+        }
+        if let emitter {
+            for message in messages { emitter.send(.message(message)) }
+        }
+        var epochs: [Epoch] = []
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.decoder.assemble(messages, into: &epochs)
             state.statistics.epochs += epochs.count
             for epoch in epochs {
                 guard let fix = epoch.fix, fix.hasPosition else { continue }
@@ -291,7 +298,7 @@ final class HardwareSession: Sendable {
                 if !state.firstFixSeen, let since = state.poweredSince {
                     state.firstFixSeen = true
                     let count = state.statistics.timesToFirstFix.count
-                    if count > 0 { state.statistics.timesToFirstFix[count - 1] = now - since }
+                    if count > 0 { state.statistics.timesToFirstFix[count - 1] = clock.now() - since }
                 }
             }
             for message in messages {
@@ -300,12 +307,11 @@ final class HardwareSession: Sendable {
                     state.statistics.firmware = version.softwareVersion
                 }
             }
-            return (state.emitter, Self.readyWaiters(&state))
+            return Self.readyWaiters(&state)
         }
         log.record(messages)
         for waiter in ready { waiter.resume() }
         guard let emitter else { return }
-        for message in messages { emitter.send(.message(message)) }
         for epoch in epochs {
             if let fix = epoch.fix { emitter.send(.fix(fix)) }
             if let sky = epoch.sky { emitter.send(.sky(sky)) }
@@ -466,22 +472,27 @@ struct ReceiverDecoder: Sendable {
     var framer = Framer()
     var assembler = EpochAssembler()
 
-    /// Decodes `bytes`; returns the number of frames that did not decode.
-    mutating func consume(_ bytes: [UInt8], messages: inout [Message], epochs: inout [Epoch]) -> Int {
+    /// Decodes `bytes` into `messages`; returns the number of frames that did not decode.
+    mutating func decode(_ bytes: [UInt8], into messages: inout [Message]) -> Int {
         framer.append(contentsOf: bytes)
         var errors = 0
         while let frame = framer.next() {
             // A message keeps a slice of its frame: copy it, so the framer's buffer is not shared.
             let owned = Frame(kind: frame.kind, bytes: ArraySlice(Array(frame.bytes)))
             do {
-                let message = try Message(frame: owned)
-                messages.append(message)
-                assembler.consume(message) { epochs.append($0) }
+                messages.append(try Message(frame: owned))
             } catch {
                 errors += 1
             }
         }
         return errors
+    }
+
+    /// Groups decoded messages into epochs, appending the ones they complete.
+    mutating func assemble(_ messages: [Message], into epochs: inout [Epoch]) {
+        for message in messages {
+            assembler.consume(message) { epochs.append($0) }
+        }
     }
 
     /// Drops partial frames (after a speed change).
