@@ -20,6 +20,7 @@ enum ServeCommand: Subcommand {
             .value("chrony-socket", "PATH", "feed chrony's SOCK refclock at PATH with the serial time (keeps it on)"),
             .value("chrony-pps-socket", "PATH", "feed chrony's SOCK refclock at PATH with PPS edges (keeps it on)"),
             .flag("early-position", "publish a TPV as soon as an epoch's position is known"),
+            .value("nice", "N", "scheduling priority, -20 to 19, as gpsd's (default: -10 where allowed)"),
         ],
         details: """
             Speaks gpsd's JSON protocol (gpspipe, cgps, python3-gps, chrony, ...) for one board. --linger defaults
@@ -43,6 +44,10 @@ enum ServeCommand: Subcommand {
             listen.insert(.ipv4("127.0.0.1", port: 2947), at: 0)
         }
         let linger = try arguments.seconds("linger") ?? .seconds(5)
+        let niceOption = try arguments.number("nice", in: -20...19)
+        if let niceOption, niceOption != niceOption.rounded() {
+            throw UsageError("--nice needs a whole number from -20 to 19, not '\(arguments.value("nice") ?? "")'")
+        }
         let minimumOff = try arguments.seconds("min-off")
         // Handle SIGTERM and SIGINT before any thread starts, so none of them dies of it.
         let signals: SignalWatcher
@@ -53,6 +58,15 @@ enum ServeCommand: Subcommand {
         }
         let verbose = arguments.verbose
         let log: @Sendable (String) -> Void = { line in if verbose { standardError("gnss-hat serve: \(line)") } }
+        // Like gpsd: a sentence's moment should not wait behind other work. Unprivileged, the
+        // default is kept quietly (a systemd unit's Nice= sets it instead).
+        let nice = Int32(niceOption ?? -10)
+        do {
+            try SchedulingPriority.setNice(nice)
+        } catch {
+            let line = "cannot set the scheduling priority to nice \(nice): \(error)"
+            if niceOption != nil { standardError("gnss-hat serve: \(line)") } else { log(line) }
+        }
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
         let receiver = try Receiver(board: board, options: ReceiverOptions(linger: linger))

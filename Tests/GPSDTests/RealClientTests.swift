@@ -83,6 +83,31 @@ struct RealClientTests {
         #expect(await serve.stop() == 0)
     }
 
+    @Test("--nice sets every thread's priority, the ones started for a session too")
+    func nice() async throws {
+        // Raising the nice value needs no privilege, so the test runs as any user.
+        let serve = try await ServeProcess(["--board", "simulator", "--nice", "7"])
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: serve.address)
+        try client.send("?WATCH={\"enable\":true,\"json\":true};")
+        _ = try await client.object(ofClass: "TPV")
+        var values: [String: Int] = [:]
+        for task in try FileSystem.entries(of: "/proc/\(serve.child.pid)/task") {
+            let path = "/proc/\(serve.child.pid)/task/\(task)"
+            guard let comm = try? FileSystem.contents(of: path + "/comm"),
+                  let stat = try? FileSystem.contents(of: path + "/stat") else { continue }
+            // stat: "tid (comm) state ..."; the nice value is field 19, counted after the ')'.
+            let text = String(decoding: stat, as: UTF8.self)
+            guard let close = text.lastIndex(of: ")") else { continue }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            values[String(decoding: comm.filter { $0 != 0x0A }, as: UTF8.self)] = Int(fields[16])
+        }
+        #expect(values["gnss-uart-read"] == 7, "\(values)")
+        #expect(values.values.allSatisfy { $0 == 7 }, "\(values)")
+        #expect(await serve.stop() == 0)
+    }
+
     @Test("SIGTERM: watchers hear the device close, the service stops accepting, powers off and exits 0")
     func sigterm() async throws {
         let serve = try await ServeProcess(["--board", "simulator", "--verbose"])

@@ -176,3 +176,21 @@ enum SleepKind: String, CustomTestStringConvertible, Sendable {
         }
     }
 }
+
+@Suite("Scheduling priority")
+struct SchedulingPriorityTests {
+    @Test("without the privilege every thread is tried, the first errno is thrown and nothing changes")
+    func refused() throws {
+        let mock = SeamMock()
+        let threads = try FileSystem.entries(of: "/proc/self/task").count
+        mock.fail("setpriority", with: .permissionDenied, times: 10_000)
+        let before = SchedulingPriority.currentNice
+        #expect(throws: Errno.permissionDenied) {
+            try SeamMock.$current.withValue(mock) { try SchedulingPriority.setNice(-10) }
+        }
+        // Threads may come and go while the directory is read: at least the ones counted before
+        // that are still there were tried.
+        #expect(mock.count("setpriority") >= 1 && mock.count("setpriority") <= threads + 64)
+        #expect(SchedulingPriority.currentNice == before)
+    }
+}
