@@ -8,6 +8,16 @@ public protocol SerialLink: ByteLink {
     func setSpeed(_ speed: Int) throws
     /// Drops bytes received but not read yet.
     func discardInput() throws
+    /// Waits for bytes with no timeout, or until `waker` is woken (then returns none).
+    func read(maxCount: Int, until waker: Waker) throws -> [UInt8]
+}
+
+extension SerialLink {
+    /// For links that cannot wait on a descriptor (test fakes, the simulator's in-process link):
+    /// a read that gives up after 50 ms, so a woken reader notices within that time.
+    public func read(maxCount: Int, until waker: Waker) throws -> [UInt8] {
+        try read(maxCount: maxCount, timeout: .milliseconds(50))
+    }
 }
 
 extension SerialPort: SerialLink {}

@@ -25,8 +25,12 @@ protocol Transport: AnyObject, Sendable {
 final class UARTTransport: Transport {
     let link: any SerialLink
     let name: String
-    /// How long one read waits: it bounds how long `close()` waits for the loop to notice.
+    /// How long one read waits if there is no waker: it bounds how long `close()` waits for the
+    /// loop to notice.
     static let readTimeout: Duration = .milliseconds(50)
+    /// Wakes the read loop to stop, so it waits for bytes with no timeout (no wake-ups between
+    /// sentences). Without one (no eventfd to be had) reads time out instead.
+    private let wake = try? Waker()
 
     private struct State {
         var running = false
@@ -60,7 +64,8 @@ final class UARTTransport: Transport {
                       onFailure: @escaping @Sendable (any Error) -> Void) {
         while state.withLock({ $0.running }) {
             do {
-                let bytes = try link.read(maxCount: 4096, timeout: Self.readTimeout)
+                let bytes = try wake.map { try link.read(maxCount: 4096, until: $0) }
+                    ?? link.read(maxCount: 4096, timeout: Self.readTimeout)
                 if !bytes.isEmpty { onBytes(bytes) }
             } catch {
                 if state.withLock({ $0.running }) { onFailure(error) }
@@ -100,6 +105,7 @@ final class UARTTransport: Transport {
                 state.endWaiters.append(continuation)
                 return false
             }
+            wake?.wake()
             if ended { continuation.resume() }
         }
     }

@@ -98,9 +98,19 @@ public final class SerialPort: ByteLink {
     /// Returns an empty array on time-out; throws `.hangUp` or `.vanished` when the device is
     /// gone, rather than returning empty reads in a loop.
     public func read(maxCount: Int = 4096, timeout: Duration) throws(SerialError) -> [UInt8] {
+        try read(maxCount: maxCount, timeout: timeout, wake: nil)
+    }
+
+    /// Waits with no timeout for bytes, or until `waker` is woken (then returns none); `poll` on
+    /// both, `read`. ``close()`` waits for a read in progress, so wake the reader first.
+    public func read(maxCount: Int = 4096, until waker: Waker) throws(SerialError) -> [UInt8] {
+        try read(maxCount: maxCount, timeout: nil, wake: waker)
+    }
+
+    private func read(maxCount: Int, timeout: Duration?, wake: Waker?) throws(SerialError) -> [UInt8] {
         try readLock.withLock { _ throws(SerialError) in
             let fd = try openDescriptor()
-            switch DescriptorIO.read(fd, device: path, maxCount: maxCount, timeout: timeout) {
+            switch DescriptorIO.read(fd, device: path, maxCount: maxCount, timeout: timeout, wake: wake) {
             case .bytes(let bytes): return bytes
             case .timedOut: return []
             case .hungUp(let failure): throw .hangUp(failure)

@@ -52,6 +52,32 @@ struct SerialPortTests {
         #expect(try readExactly(everything.count) { try pty.read(timeout: $0) } == everything.reversed())
     }
 
+    @Test("a read with no timeout returns bytes as they come, and nothing once woken", arguments: [false, true])
+    func readUntilWoken(pseudoTerminalSide: Bool) throws {
+        let pty = try PseudoTerminal()
+        let port = try SerialPort(path: pty.devicePath, speed: 115200)
+        let waker = try Waker()
+        let read: @Sendable () throws -> [UInt8]
+        if pseudoTerminalSide {
+            read = { () throws -> [UInt8] in try pty.read(maxCount: 64, until: waker) }
+        } else {
+            read = { () throws -> [UInt8] in try port.read(maxCount: 64, until: waker) }
+        }
+        if pseudoTerminalSide { try port.write([1, 2, 3]) } else { try pty.write([1, 2, 3]) }
+        #expect(try read() == [1, 2, 3])
+        // Woken from another thread while it waits: no bytes, no error.
+        let result = ThreadCondition<Result<[UInt8], any Error>?>(nil)
+        let reader = try LoopThread(name: "test-reader") { result.withLock { $0 = Result { try read() } } }
+        waker.wake()
+        reader.join()
+        #expect(try result.withLock { $0 }?.get() == [])
+        // A wake that came while nobody waited is used up by the next read, not kept for later.
+        waker.wake()
+        #expect(try read() == [])
+        if pseudoTerminalSide { try port.write([4]) } else { try pty.write([4]) }
+        #expect(try read() == [4])
+    }
+
     @Test("a large write is delivered whole")
     func largeWrite() throws {
         let pty = try PseudoTerminal()

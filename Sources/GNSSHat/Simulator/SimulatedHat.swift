@@ -301,12 +301,20 @@ final class CountingLink: SerialLink {
     var name: String { inner.name }
 
     func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
+        try counting { try inner.read(maxCount: maxCount, timeout: timeout) }
+    }
+
+    func read(maxCount: Int, until waker: Waker) throws -> [UInt8] {
+        try counting { try inner.read(maxCount: maxCount, until: waker) }
+    }
+
+    private func counting(_ read: () throws -> [UInt8]) throws -> [UInt8] {
         let done = pending.withLock { count -> Int in
             defer { count = 0 }
             return count
         }
         if done > 0 { traffic.hostConsumed(done) }
-        let bytes = try inner.read(maxCount: maxCount, timeout: timeout)
+        let bytes = try read()
         pending.withLock { $0 = bytes.count }
         return bytes
     }
