@@ -14,6 +14,8 @@
 //     stacks, relocated data) is printed beside it;
 //   - wake-ups per second while no client watches (context switches of every thread), and which
 //     threads (by name) woke.
+// Both services run at nice -10: gpsd sets it itself when started as root (as here), ours too
+// (serve's --nice default); unprivileged, both would keep the nice value they were given.
 // Environment: GNSSHAT_BENCH_RUNS (runs per stream, medians reported, default 3),
 // GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300).
 
@@ -93,8 +95,9 @@ enum ServiceBenchmark {
         let gpsdIdle = median(idle.map(\.gpsd))
         print("bench service wake-ups while nobody watches: ours=\(Bench.format(oursIdle)) /s "
             + "gpsd=\(Bench.format(gpsdIdle)) /s target=ours 0")
-        // Which of our threads woke, averaged over the runs (libdispatch's manager thread, named
-        // after the overcommit root queue, wakes each second once any dispatch worker has run).
+        // Which of our threads woke, averaged over the runs: a libdispatch thread (named after its
+        // root queue) here would mean a task ran on libdispatch's pool, whose monitor wakes the
+        // process each second.
         let runCount = Double(max(idle.count, 1))
         let woke = idleThreads.filter { $0.value > 0 }.sorted { $0.value > $1.value }
             .map { "\($0.key) \(Bench.format($0.value / runCount)) /s" }

@@ -215,7 +215,9 @@ final class TimerThread: Sendable {
     /// ``Duration`` (the continuous and suspending clocks) are timed here from now; a delay in
     /// another unit cannot be converted, so such a job runs at once (no such clock exists in this
     /// package).
-    fileprivate func schedule<C: Clock>(_ job: UnownedJob, after delay: C.Duration, clock: C, on executor: JobExecutor) {
+    fileprivate func schedule<C: Clock>(
+        _ job: UnownedJob, after delay: C.Duration, clock: C, on executor: JobExecutor
+    ) {
         let queued = QueuedJob(job: job, executor: executor)
         guard let delay = delay as? Duration, delay > .zero else {
             executor.put(queued)
