@@ -148,6 +148,11 @@ public final class GPSDServer: Sendable {
     /// receiver off (at once, without linger) and returns when the loop has ended.
     public func shutdown() async {
         inbox.post(.stop)
+        await waitUntilStopped()
+    }
+
+    /// Returns when the loop has ended and the thread ``start(signals:)`` gave it is gone.
+    public func waitUntilStopped() async {
         await waitUntilFinished()
         let thread = shared.withLock { $0.thread }
         thread?.join()

@@ -93,7 +93,7 @@ enum ServeCommand: Subcommand {
         } catch {
             throw CommandFailure(.failure, "\(error)")
         }
-        await server.waitUntilFinished()
+        await server.waitUntilStopped()
         standardError("gnss-hat serve: stopped; receiver off")
     }
 
