@@ -43,15 +43,13 @@ final class HardwareSession: Sendable {
         var framer = FramerStatistics()
         var poweredSince: Duration?
         var firstFixSeen = false
-        var ppsRunning = false
-        var ppsLoopEnded = true
-        var ppsWaiters: [CheckedContinuation<Void, Never>] = []
         var statisticsWaiters: [(condition: @Sendable (ReceiverStatistics) -> Bool,
                                  continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state = Lock(State())
     private let ppsThread = SerialThread(name: "gnss-pps")
+    private let ppsControl = LoopControl()
     /// Whether the session is waiting for time or for the receiver to answer (not working).
     var isWaiting: Bool { clock.pendingWait.waiting }
 
@@ -362,53 +360,29 @@ final class HardwareSession: Sendable {
             notice("PPS is not available: \(error)")
             return
         }
-        state.withLock { state in
-            state.ppsRunning = true
-            state.ppsLoopEnded = false
-        }
+        ppsControl.begin()
         do {
             try ppsThread.async { [self] in ppsLoop(source, emitter) }
         } catch {
             notice("PPS is not available: \(error)")
             lines.dropPPS()
-            endPPSLoop()
+            ppsControl.ended()
         }
     }
 
     private func ppsLoop(_ source: any EdgeEventSource, _ emitter: SignalEmitter<ReceiverEvent>) {
-        while state.withLock({ $0.ppsRunning }) {
+        while ppsControl.isRunning {
             do {
                 if let edge = try source.nextEdge(timeout: .milliseconds(50)) {
                     emitter.send(.pps(PPSPulse(edge: edge)))
                 }
             } catch {
-                if state.withLock({ $0.ppsRunning }) { notice("PPS stopped: \(error)") }
+                if ppsControl.isRunning { notice("PPS stopped: \(error)") }
                 lines.dropPPS()
                 break
             }
         }
-        endPPSLoop()
-    }
-
-    private func endPPSLoop() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.ppsLoopEnded = true
-            defer { state.ppsWaiters.removeAll() }
-            return state.ppsWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    private func stopPPS() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ended = state.withLock { state -> Bool in
-                state.ppsRunning = false
-                if state.ppsLoopEnded { return true }
-                state.ppsWaiters.append(continuation)
-                return false
-            }
-            if ended { continuation.resume() }
-        }
+        ppsControl.ended()
     }
 
     // MARK: - Stop
@@ -417,7 +391,7 @@ final class HardwareSession: Sendable {
     /// going), then every strategy's off action in reverse order (each tried even if an earlier
     /// one failed), then the link closes. Never throws: failures are recorded.
     func stop() async {
-        await stopPPS()
+        await ppsControl.stop()
         let transport = state.withLock { $0.transport }
         await transport?.stopReading()
         let runner = PowerStrategyRunner(session: self, transport: transport)

@@ -32,13 +32,7 @@ final class UARTTransport: Transport {
     /// sentences). Without one (no eventfd to be had) reads time out instead.
     private let wake = try? Waker()
 
-    private struct State {
-        var running = false
-        var loopEnded = true
-        var endWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state = Lock(State())
+    private let loop = LoopControl()
     private let reader = SerialThread(name: "gnss-uart-read")
     private let writer = SerialThread(name: "gnss-uart-write")
 
@@ -48,40 +42,28 @@ final class UARTTransport: Transport {
     }
 
     func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void) {
-        state.withLock { state in
-            state.running = true
-            state.loopEnded = false
-        }
+        loop.begin()
         do {
             try reader.async { [self] in readLoop(onBytes: onBytes, onFailure: onFailure) }
         } catch {
-            endLoop()
+            loop.ended()
             onFailure(error)
         }
     }
 
     private func readLoop(onBytes: @escaping @Sendable ([UInt8]) -> Void,
                       onFailure: @escaping @Sendable (any Error) -> Void) {
-        while state.withLock({ $0.running }) {
+        while loop.isRunning {
             do {
                 let bytes = try wake.map { try link.read(maxCount: 4096, until: $0) }
                     ?? link.read(maxCount: 4096, timeout: Self.readTimeout)
                 if !bytes.isEmpty { onBytes(bytes) }
             } catch {
-                if state.withLock({ $0.running }) { onFailure(error) }
+                if loop.isRunning { onFailure(error) }
                 break
             }
         }
-        endLoop()
-    }
-
-    private func endLoop() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.loopEnded = true
-            defer { state.endWaiters.removeAll() }
-            return state.endWaiters
-        }
-        for waiter in waiters { waiter.resume() }
+        loop.ended()
     }
 
     func setSpeed(_ speed: Int) throws {
@@ -98,16 +80,7 @@ final class UARTTransport: Transport {
     }
 
     func stopReading() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ended = state.withLock { state -> Bool in
-                state.running = false
-                if state.loopEnded { return true }
-                state.endWaiters.append(continuation)
-                return false
-            }
-            wake?.wake()
-            if ended { continuation.resume() }
-        }
+        await loop.stop { wake?.wake() }
     }
 
     func close() async {
