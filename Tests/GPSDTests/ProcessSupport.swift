@@ -175,6 +175,21 @@ final class ServeProcess {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").count) ?? -1
     }
 
+    /// The service's threads (`/proc/PID/task`): each one's name and the fields of its `stat`
+    /// after the name (the first is the state, field 3 of proc(5)).
+    var threads: [(name: String, stat: [Substring])] {
+        let tasks = (try? FileSystem.entries(of: "/proc/\(child.pid)/task")) ?? []
+        return tasks.compactMap { task in
+            let path = "/proc/\(child.pid)/task/\(task)"
+            guard let comm = try? FileSystem.contents(of: path + "/comm"),
+                  let stat = try? FileSystem.contents(of: path + "/stat") else { return nil }
+            let text = String(decoding: stat, as: UTF8.self)
+            guard let close = text.lastIndex(of: ")") else { return nil }
+            return (String(decoding: comm.filter { $0 != 0x0A }, as: UTF8.self),
+                    text[text.index(after: close)...].split(separator: " "))
+        }
+    }
+
     /// Sends SIGTERM and returns the exit status.
     func stop() async -> Int32 {
         child.terminate()

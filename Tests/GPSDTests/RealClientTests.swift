@@ -72,11 +72,7 @@ struct RealClientTests {
         _ = try await serve.child.waitForErrorLine { $0.hasSuffix(" closed") }
         // libdispatch's workers (named after their root queues, "...-qos" or "...overcommit") would
         // arm its once-a-second workqueue monitor: an idle service must not have any.
-        let tasks = try FileSystem.entries(of: "/proc/\(serve.child.pid)/task")
-        let names = tasks.compactMap { task in
-            (try? FileSystem.contents(of: "/proc/\(serve.child.pid)/task/\(task)/comm"))
-                .map { String(decoding: $0.filter { $0 != 0x0A }, as: UTF8.self) }
-        }
+        let names = serve.threads.map(\.name)
         #expect(!names.isEmpty)
         let ours = names.filter { $0 == "gnss-hat" || $0.hasPrefix("gnss-") || $0 == "gpsd-loop" }
         #expect(ours == names, "threads not started by gnss-hat: \(names)")
@@ -93,15 +89,9 @@ struct RealClientTests {
         try client.send("?WATCH={\"enable\":true,\"json\":true};")
         _ = try await client.object(ofClass: "TPV")
         var values: [String: Int] = [:]
-        for task in try FileSystem.entries(of: "/proc/\(serve.child.pid)/task") {
-            let path = "/proc/\(serve.child.pid)/task/\(task)"
-            guard let comm = try? FileSystem.contents(of: path + "/comm"),
-                  let stat = try? FileSystem.contents(of: path + "/stat") else { continue }
-            // stat: "tid (comm) state ..."; the nice value is field 19, counted after the ')'.
-            let text = String(decoding: stat, as: UTF8.self)
-            guard let close = text.lastIndex(of: ")") else { continue }
-            let fields = text[text.index(after: close)...].split(separator: " ")
-            values[String(decoding: comm.filter { $0 != 0x0A }, as: UTF8.self)] = Int(fields[16])
+        for thread in serve.threads {
+            // The nice value is field 19 of proc(5), the 17th after the name.
+            values[thread.name] = thread.stat.count > 16 ? Int(thread.stat[16]) : nil
         }
         #expect(values["gnss-uart-read"] == 7, "\(values)")
         #expect(values.values.allSatisfy { $0 == 7 }, "\(values)")
