@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 // Swift reads these structs through the imported headers; the asserts pin the layouts the
@@ -93,4 +96,14 @@ int cshim_set_thread_name(const char *name) {
         return -1;
     }
     return 0;
+}
+
+int cshim_limit_malloc_arenas(int count) {
+#ifdef __GLIBC__
+    return mallopt(M_ARENA_MAX, count);
+#else
+    // musl's malloc has one heap for every thread: nothing to limit.
+    (void)count;
+    return 1;
+#endif
 }

@@ -3,6 +3,9 @@
 import PiHardware
 
 ProcessExit.ignoreBrokenPipe()
+// One malloc arena: a service of a few mostly idle threads needs no more, and each extra arena
+// holds private pages (before any thread starts, so that none gets an arena of its own).
+ProcessMemory.useOneHeapArena()
 // Tasks run on threads of our own, not libdispatch's: an idle `serve` must not wake up.
 do {
     try ThreadExecutors.install()

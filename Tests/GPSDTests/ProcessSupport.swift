@@ -190,6 +190,36 @@ final class ServeProcess {
         }
     }
 
+    /// How many heaps of extra malloc arenas the service has: glibc reserves each one as a 64 MiB
+    /// region aligned to 64 MiB (`HEAP_MAX_SIZE`), mapped read-write as it grows and inaccessible
+    /// beyond, so in `/proc/PID/maps` one is a run of mappings starting at a multiple of 64 MiB
+    /// whose read-write and inaccessible parts add up to exactly 64 MiB.
+    var mallocArenaHeaps: Int {
+        let heapSize: UInt64 = 64 << 20
+        guard let maps = try? FileSystem.contents(of: "/proc/\(child.pid)/maps") else { return -1 }
+        let regions = String(decoding: maps, as: UTF8.self).split(separator: "\n").compactMap {
+            line -> (start: UInt64, end: UInt64, protection: Substring)? in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 5, fields[4] == "0" else { return nil }  // anonymous: inode 0
+            let bounds = fields[0].split(separator: "-")
+            guard bounds.count == 2, let start = UInt64(bounds[0], radix: 16),
+                  let end = UInt64(bounds[1], radix: 16) else { return nil }
+            return (start, end, fields[1])
+        }
+        var heaps = 0
+        for (index, region) in regions.enumerated()
+        where region.start % heapSize == 0 && region.protection == "rw-p" {
+            var end = region.end
+            var next = index + 1
+            while next < regions.count, regions[next].start == end, regions[next].protection == "---p" {
+                end = regions[next].end
+                next += 1
+            }
+            if end - region.start == heapSize { heaps += 1 }
+        }
+        return heaps
+    }
+
     /// Sends SIGTERM and returns the exit status.
     func stop() async -> Int32 {
         child.terminate()

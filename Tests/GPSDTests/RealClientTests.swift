@@ -79,6 +79,21 @@ struct RealClientTests {
         #expect(await serve.stop() == 0)
     }
 
+    @Test("every thread allocates from the one malloc arena: no extra arenas of private pages")
+    func oneHeapArena() async throws {
+        let serve = try await ServeProcess(["--board", "simulator"])
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: serve.address)
+        try client.send("?WATCH={\"enable\":true,\"json\":true};")
+        _ = try await client.object(ofClass: "TPV")
+        _ = try await client.object(ofClass: "SKY")
+        // glibc would give each of the threads that allocated (the session's too) a heap of its own.
+        #expect(serve.threads.count > 2)
+        #expect(serve.mallocArenaHeaps == 0)
+        #expect(await serve.stop() == 0)
+    }
+
     @Test("--nice sets every thread's priority, the ones started for a session too")
     func nice() async throws {
         // Raising the nice value needs no privilege, so the test runs as any user.

@@ -25,6 +25,10 @@ int cshim_unlockpt(int fd);
 /// ptsname_r(3) (needs _GNU_SOURCE): the path of the device side, e.g. /dev/pts/3.
 int cshim_ptsname_r(int fd, char *buf, size_t len);
 
+/// mallopt(M_ARENA_MAX, count) on glibc: at most `count` malloc arenas for all threads. Returns 1
+/// on success, 0 on failure (mallopt's convention); 1 without glibc (musl has one heap).
+int cshim_limit_malloc_arenas(int count);
+
 /// cfmakeraw(3) (a BSD extension glibc only declares with _DEFAULT_SOURCE).
 void cshim_cfmakeraw(struct termios *t);
 
