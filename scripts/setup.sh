@@ -13,13 +13,15 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 
 # Debian packages: build (pkg-config, libgpiod, libi2c), test oracles and peers (gpsd,
 # gpspipe, gpsdecode, python3-gps), emulated hardware-in-loop (QEMU, busybox, kernel
-# headers matching Debian's current kernel), and small tools the scripts use.
+# headers matching Debian's current kernel), small tools the scripts use, and valgrind
+# (scripts/profile-order.sh).
 PACKAGES=(
     pkg-config gcc make file
     libgpiod-dev gpiod libi2c-dev i2c-tools
     python3 python3-venv python3-gps
     gpsd gpsd-clients gpsd-tools
     qemu-system-x86 busybox-static cpio linux-headers-amd64 xz-utils
+    valgrind
 )
 
 missing=()
