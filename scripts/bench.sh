@@ -7,5 +7,12 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
 swift build -c release --product GNSSHatBench >&2
 swift build -c release --product gnss-hat >&2
+# The service benchmark measures the static binary, the one users install on a Pi.
+static=$([ $# -eq 0 ] && echo yes || echo no)
+for name in "$@"; do [ "$name" = service ] && static=yes; done
+if [ "$static" = yes ]; then
+    scripts/build-static.sh >&2
+    export GNSSHAT_BENCH_GNSS_HAT=${GNSSHAT_BENCH_GNSS_HAT:-$PWD/.build/static/gnss-hat-$(uname -m)}
+fi
 export GNSSHAT_VENV_PYTHON=$PWD/.build/venv/bin/python
 exec .build/release/GNSSHatBench "$@"

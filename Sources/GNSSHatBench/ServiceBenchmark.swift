@@ -10,13 +10,17 @@
 //     (ours runs with --early-position; gpsd reports NMEA at the end of the cycle, UBX on NAV-PVT,
 //     so the quarter target is an NMEA target);
 //   - resident memory and CPU time of each service while streaming; resident memory counts the
-//     shared libraries' clean pages too, so the private dirty memory (smaps_rollup: the heap,
-//     stacks, relocated data) is printed beside it;
+//     clean pages of the executable and shared libraries mapped in, so the private dirty memory
+//     (smaps_rollup: the heap, stacks, relocated data) is printed beside it. Ours is the static
+//     binary users install (scripts/build-static.sh, which bench.sh runs): the Swift runtime in
+//     it is laid out for the service (scripts/profile-order.sh); the release build's shared
+//     Swift libraries map about three times as much;
 //   - wake-ups per second while no client watches (context switches of every thread), and which
 //     threads (by name) woke.
 // Both services run at nice -10: gpsd sets it itself when started as root (as here), ours too
 // (serve's --nice default); unprivileged, both would keep the nice value they were given.
-// Environment: GNSSHAT_BENCH_RUNS (runs per stream, medians reported, default 3),
+// Environment: GNSSHAT_BENCH_GNSS_HAT (the gnss-hat to measure; default: the one beside this
+// program), GNSSHAT_BENCH_RUNS (runs per stream, medians reported, default 3),
 // GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300).
 
 import Foundation
@@ -36,11 +40,14 @@ enum ServiceBenchmark {
     }
 
     static func run() async throws {
-        let gnssHat = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let gnssHat = environment["GNSSHAT_BENCH_GNSS_HAT"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("gnss-hat")
         guard FileManager.default.isExecutableFile(atPath: gnssHat.path) else {
-            throw Failure(description: "\(gnssHat.path) is missing: scripts/bench.sh builds it (swift build -c release)")
+            throw Failure(description: "\(gnssHat.path) is missing: scripts/bench.sh builds it "
+                + "(scripts/build-static.sh; GNSSHAT_BENCH_GNSS_HAT names the binary to measure)")
         }
+        print("service: ours is \(gnssHat.path)")
         let gpsd = URL(fileURLWithPath: "/usr/sbin/gpsd")
         guard FileManager.default.isExecutableFile(atPath: gpsd.path) else {
             throw Failure(description: "/usr/sbin/gpsd is missing: install Debian's gpsd (scripts/setup.sh does)")
