@@ -1,7 +1,8 @@
-// The C heap of this process. glibc's malloc gives a thread that meets contention an arena of its
-// own (up to eight per core), each keeping pages it rarely gives back. gnss-hat has a handful of
-// threads that mostly sleep and allocate little: the extra arenas were about a quarter of serve's
-// private memory while streaming (measured: 604 KiB anonymous with three arenas, 356 KiB with one).
+// The C heap of this process. glibc's malloc gives each thread that allocates an arena of its own
+// (up to eight per core), each keeping pages it rarely gives back. gnss-hat has a handful of
+// threads that mostly sleep and allocate little. Measured on serve while streaming (static
+// binary): its heap, stacks and other anonymous memory came to 644 KiB with eight arenas and
+// 598 KiB with one (the main heap grows by most of what the other arenas held).
 internal import CLinuxShims
 
 /// The layout of the process's C heap (malloc).
