@@ -38,16 +38,16 @@ HELP
 }
 
 host=$(uname -m)
-build_args=(-c release --product gnss-hat --scratch-path "$scratch"
-    -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xswiftc -use-ld=lld)
-order=scripts/static/gnss-hat.order
+. scripts/static/swift-flags.sh
+build_args=(-c release --product gnss-hat --scratch-path "$scratch" "${static_swift_flags[@]}")
+order=$static_order
 if [ "${GNSSHAT_STATIC_ORDER:-}" = none ]; then
     order=
 else
     [ -s "$order" ] || die "$order is missing (scripts/profile-order.sh makes it)"
     # Symbols the list names but this build lacks (renamed since the profile, or another libc) are
     # left where they are: the note below counts them.
-    build_args+=(-Xlinker "--symbol-ordering-file=$PWD/$order" -Xlinker --no-warn-symbol-ordering)
+    build_args+=("${static_order_flags[@]}")
 fi
 if [ "$arch" = "$host" ]; then
     build_args+=(--static-swift-stdlib -Xswiftc -static-executable)

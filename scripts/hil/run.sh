@@ -171,12 +171,12 @@ if [ "$swift" = auto ] && [ -d "$root/Sources/$SWIFT_PRODUCT" ]; then
             env_args=(GNSSHAT_GPIOD_V2=1 "PKG_CONFIG_PATH=$V2_PREFIX/lib/pkgconfig")
         fi
         log=$HIL/swift-$variant.log
-        # The flags of scripts/build-static.sh (one section per function, lld, gnss-hat's code
-        # layout), all of them: SwiftPM recompiles every module when any flag differs, and the
-        # modules the two products share in .build/hil/swift-v1 should be compiled once.
-        if ! env "${env_args[@]}" swift build -c release --static-swift-stdlib -Xswiftc -static-executable \
-            -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xswiftc -use-ld=lld \
-            -Xlinker "--symbol-ordering-file=$root/scripts/static/gnss-hat.order" -Xlinker --no-warn-symbol-ordering \
+        # scripts/build-static.sh's flags, all of them and in its order (SwiftPM compares the list
+        # as written): the modules the two products share in .build/hil/swift-v1 are then
+        # compiled once.
+        . "$root/scripts/static/swift-flags.sh"
+        if ! env "${env_args[@]}" swift build -c release \
+            "${static_swift_flags[@]}" "${static_order_flags[@]}" --static-swift-stdlib -Xswiftc -static-executable \
             --product "$SWIFT_PRODUCT" --scratch-path "$HIL/swift-$variant" >"$log" 2>&1; then
             cat "$log" >&2
             die "the static $variant build of $SWIFT_PRODUCT failed"
