@@ -481,9 +481,8 @@ public struct EpochAssembler: Sendable {
         case .navTimeGPS(let m):
             if m.leapSecondsValid { leapSeconds = Int(m.leapS) }
             participate(key: key, tag: .ubx(m.iTOW), emit) { a in
-                if a.fullTime == nil, m.valid & 0x03 == 0x03 {
+                if a.fullTime == nil, let gps = m.gpsNanoseconds {
                     a.hasFixData = true
-                    let gps = (Int64(m.week) * 604_800_000 + Int64(m.iTOW)) * 1_000_000 + Int64(m.fTOW)
                     a.gpsTime = gps
                 }
             }
@@ -561,7 +560,9 @@ public struct EpochAssembler: Sendable {
 
     private func utc(gpsNanoseconds: Int64) -> GNSSTime {
         let leap = Int64(leapSeconds ?? options.defaultLeapSeconds)
-        return GNSSTime(nanosecondsSinceEpoch: gpsNanoseconds + (gpsEpochUnixSeconds - leap) * 1_000_000_000)
+        // Saturates at the ends of GNSSTime's range (years 1678-2262), as GNSSTime(date:time:) does.
+        let (unix, overflow) = gpsNanoseconds.addingReportingOverflow((gpsEpochUnixSeconds - leap) * 1_000_000_000)
+        return GNSSTime(nanosecondsSinceEpoch: overflow ? (gpsNanoseconds < 0 ? .min : .max) : unix)
     }
 
     private mutating func standaloneFix(_ m: UBXHnrPVT) -> Epoch {

@@ -68,10 +68,11 @@ public struct UBXNavSOL: Hashable, Sendable {
     public var differentialSolution: Bool { flags & 0x02 != 0 }
     public var weekAndTimeValid: Bool { flags & 0x0C == 0x0C }
 
-    /// GPS time (not UTC) as nanoseconds since the GPS epoch, when week and time of week are set.
+    /// GPS time (not UTC) as nanoseconds since the GPS epoch, when week and time of week are set
+    /// and the week fits (see `gpsWeekNanoseconds`).
     public var gpsNanoseconds: Int64? {
         guard weekAndTimeValid else { return nil }
-        return (Int64(week) * 604_800_000 + Int64(iTOW)) * 1_000_000 + Int64(fTOW)
+        return gpsWeekNanoseconds(week: week, iTOW: iTOW, fTOW: fTOW)
     }
 
     /// Geodetic position (WGS84) of the ECEF solution: latitude, longitude (degrees), height (m).
@@ -210,6 +211,13 @@ public struct UBXNavTimeGPS: Hashable, Sendable {
     }
 
     public var leapSecondsValid: Bool { valid & 0x04 != 0 }
+
+    /// GPS time (not UTC) as nanoseconds since the GPS epoch, when time of week and week are valid
+    /// and the week fits (see `gpsWeekNanoseconds`).
+    public var gpsNanoseconds: Int64? {
+        guard valid & 0x03 == 0x03 else { return nil }
+        return gpsWeekNanoseconds(week: week, iTOW: iTOW, fTOW: fTOW)
+    }
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 16)
@@ -424,4 +432,16 @@ public struct UBXHnrPVT: Hashable, Sendable {
     }
 
     public var frame: [UInt8] { UBX.frame(.hnrPVT, payload: payload) }
+}
+
+/// Nanoseconds since the GPS epoch of a GPS week, time of week (ms) and its fraction (ns), or nil
+/// when they do not fit in an `Int64` (weeks past about 15,250, the year 2272): the week is a
+/// signed 16-bit field, and a corrupted or hostile frame with a checksum that happens to match
+/// must cost that frame's time, not trap.
+func gpsWeekNanoseconds(week: Int16, iTOW: UInt32, fTOW: Int32) -> Int64? {
+    let (weekMs, o1) = Int64(week).multipliedReportingOverflow(by: 604_800_000)
+    let (ms, o2) = weekMs.addingReportingOverflow(Int64(iTOW))
+    let (ns, o3) = ms.multipliedReportingOverflow(by: 1_000_000)
+    let (total, o4) = ns.addingReportingOverflow(Int64(fTOW))
+    return o1 || o2 || o3 || o4 ? nil : total
 }

@@ -137,6 +137,31 @@ struct EpochAssemblerTests {
         #expect(abs(sky.dops.x! - 0.7) < 1e-12 && abs(sky.dops.y! - 0.6) < 1e-12)
     }
 
+    @Test("GPS week times: a week too large for nanoseconds costs the time, not the process")
+    func gpsWeekOutOfRange() throws {
+        // Found by the fuzzer: NAV-TIMEGPS with week 0x7FFF trapped on Int64 overflow.
+        for week: Int16 in [.max, 15_251, .min] {
+            var assembler = EpochAssembler()
+            let timeGPS = UBXNavTimeGPS(iTOW: 1000, fTOW: 0, week: week, leapS: 18, valid: 0x07, tAcc: 20)
+            let sol = UBXNavSOL(
+                iTOW: 1000, fTOW: 0, week: week, gpsFix: 3, flags: 0x0D, ecefX: 0, ecefY: 0, ecefZ: 637_813_700,
+                pAcc: 100, ecefVX: 0, ecefVY: 0, ecefVZ: 0, sAcc: 10, pDOP: 150, numSV: 9)
+            let eoe = UBX.frame(.navEOE, payload: [0xE8, 0x03, 0, 0])
+            let epochs = assemble(messages(timeGPS.frame + sol.frame + eoe), into: &assembler)
+            let fix = try #require(epochs.first?.fix)
+            #expect(fix.mode == .threeD)
+            #expect(fix.time == nil, "week \(week) does not fit in nanoseconds")
+        }
+        // The largest week that fits still gives a time.
+        #expect(gpsWeekTime(week: 15_250) != nil)
+        // And a current week gives the right one: week 2300 began 2024-02-04 00:00:00 GPS time;
+        // 1 s into it less 18 leap seconds is 23:59:43 UTC the day before.
+        #expect(
+            gpsWeekTime(week: 2300)
+                == GNSSTime(
+                    date: GNSSDate(year: 2024, month: 2, day: 3), time: TimeOfDay(hour: 23, minute: 59, second: 43)))
+    }
+
     @Test("RMC date rolls over at midnight for GGA-only epochs")
     func midnight() {
         var assembler = EpochAssembler()
@@ -195,4 +220,12 @@ struct EpochAssemblerTests {
         // No fix: only class, mode (and time when known); never null.
         #expect(GPSDReport.tpv(Fix()) == "{\"class\":\"TPV\",\"mode\":0}\r\n")
     }
+}
+
+/// The time of a UBX epoch whose only time is NAV-TIMEGPS at 1 s into `week`.
+private func gpsWeekTime(week: Int16) -> GNSSTime? {
+    var assembler = EpochAssembler()
+    let timeGPS = UBXNavTimeGPS(iTOW: 1000, fTOW: 0, week: week, leapS: 18, valid: 0x07, tAcc: 20)
+    let eoe = UBX.frame(.navEOE, payload: [0xE8, 0x03, 0, 0])
+    return assemble(messages(timeGPS.frame + eoe), into: &assembler).first?.fix?.time
 }
