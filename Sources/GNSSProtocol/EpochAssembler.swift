@@ -323,7 +323,7 @@ public struct EpochAssembler: Sendable {
     }
 
     private mutating func addGSV(_ s: NMEAGSV) {
-        let setKey = UInt32(s.talker.first) << 16 | UInt32(s.talker.second) << 8 | UInt32(s.signalID ?? 0)
+        let setKey = GSVSet.Key(talker: s.talker, signalID: s.signalID)
         let index: Int
         if let found = gsvSets.firstIndex(where: { $0.key == setKey }) {
             index = found
@@ -972,7 +972,13 @@ struct Accumulator: Sendable {
 }
 
 struct GSVSet: Sendable {
-    var key: UInt32
+    /// One set of GSV sentences per talker and signal (NMEA 4.10 sends one set per signal).
+    struct Key: Equatable, Sendable {
+        var talker: NMEATalker
+        var signalID: Int?
+    }
+
+    var key: Key
     var satellites: [SatelliteInView]
     var epoch: Int
 }

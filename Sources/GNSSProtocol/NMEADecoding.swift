@@ -170,11 +170,12 @@ extension NMEAGSV {
 }
 
 extension NMEAFieldReader {
-    /// The NMEA 4.10 signal id, one hexadecimal digit (u-blox sends `B` for some signals).
+    /// The NMEA 4.10 signal id, one hexadecimal digit (u-blox sends `B` for some signals); two are
+    /// allowed for later signals, more are an error (the fuzzer sent `1CCCCCCCC`).
     mutating func hexInt() throws(DecodeError) -> Int? {
         let field = next()
         if field.isEmpty { return nil }
-        guard let value = ASCII.parseHex(field) else { throw error }
+        guard field.count <= 2, let value = ASCII.parseHex(field) else { throw error }
         return value
     }
 }
