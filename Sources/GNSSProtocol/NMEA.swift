@@ -201,7 +201,9 @@ public struct NMEAGSA: Hashable, Sendable {
     public var pdop: Double?
     public var hdop: Double?
     public var vdop: Double?
-    /// NMEA 4.10 system id (1 GPS, 2 GLONASS, 3 Galileo, 4 BeiDou, 5 QZSS, 6 NavIC).
+    /// NMEA 4.10 system id (1 GPS, 2 GLONASS, 3 Galileo, 4 BeiDou, 5 QZSS, 6 NavIC). A sentence
+    /// with more than 12 satellite ids has none (it would be read as one more id), so `sentence()`
+    /// leaves it out then.
     public var systemID: Int?
 
     public init(

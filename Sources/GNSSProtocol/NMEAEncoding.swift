@@ -74,13 +74,17 @@ extension NMEAGSA {
         var w = NMEASentenceWriter(talker: talker, formatter: "GSA")
         w.field(selectionMode)
         w.field(fixType)
-        for index in 0..<max(12, satelliteIDs.count) {
+        // 12 id fields as the standard has them. More ids go the way the few receivers that send
+        // them do, with no system id, and in at least 14 fields: 13 ids and three DOPs would read
+        // back as 12 ids, three DOPs and an NMEA 4.10 system id (found by the fuzzer).
+        let extended = satelliteIDs.count > 12
+        for index in 0..<(extended ? max(14, satelliteIDs.count) : 12) {
             w.field(index < satelliteIDs.count ? satelliteIDs[index] : nil, width: 2)
         }
         w.field(pdop, decimals: format.dopDecimals)
         w.field(hdop, decimals: format.dopDecimals)
         w.field(vdop, decimals: format.dopDecimals)
-        if let systemID { w.field(systemID) }
+        if let systemID, !extended { w.field(systemID) }
         return w.finish()
     }
 }

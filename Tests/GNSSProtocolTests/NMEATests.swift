@@ -121,7 +121,7 @@ struct NMEATests {
         #expect(throws: DecodeError.self) { try nmea(text) }
     }
 
-    @Test("inputs the fuzzer found: a far-future date and a 105-digit number neither trap nor round-trip wrong")
+    @Test("inputs the fuzzer found: a far-future date, a 105-digit number, a long GSV signal id, 13 GSA ids")
     func fuzzFindings() throws {
         // A ZDA in the year 9999 is no date a receiver reports (GNSSTime covers 1678-2262).
         guard case .zda(let zda) = try nmea(sentenceWithChecksum("GPZDA,120000.00,01,01,9999,00,00")) else {
@@ -139,6 +139,33 @@ struct NMEATests {
         #expect(throws: DecodeError.self) {
             try nmea(sentenceWithChecksum("GPGSA,A,3,17,28,06,01,,,,,,,,,1.8,\(huge).1,1.5"))
         }
+        // A GSV signal id is one hexadecimal digit (two allowed); nine are a malformed field, not a trap
+        // in the assembler's set key.
+        #expect(throws: DecodeError.self) {
+            try nmea(sentenceWithChecksum("GPGSV,4,2,16,16,25,306,27,18,68,358,38,20,63,235,37,21,35,292,,1CCCCCCCC"))
+        }
+        guard case .gsv(let gsv) = try nmea(sentenceWithChecksum("GPGSV,1,1,01,16,25,306,27,1B")) else {
+            Issue.record("not GSV")
+            return
+        }
+        #expect(gsv.signalID == 0x1B)
+        var gsvAssembler = EpochAssembler()
+        var wide = gsv
+        wide.signalID = .max  // the public initialiser allows it; the assembler must not trap either
+        _ = gsvAssembler.consume(.nmea(.gsv(wide)))
+        _ = gsvAssembler.finish()
+        // 13 satellite ids and no system id: written back, they must not read as 12 ids and a system id.
+        guard case .gsa(let gsa) = try nmea(sentenceWithChecksum("GPGSA,A,3,20,16,09,03,07,10,23,10,23,19,27,30,05,,1.33,0.83,1.03"))
+        else {
+            Issue.record("not GSA")
+            return
+        }
+        #expect(gsa.satelliteIDs.count == 13 && gsa.systemID == nil && gsa.pdop == 1.33 && gsa.vdop == 1.03)
+        #expect(try nmea(String(decoding: gsa.sentence().dropLast(2), as: UTF8.self)) == .gsa(gsa))
+        // With a system id beside more than 12 ids, the id is left out rather than misread.
+        var both = gsa
+        both.systemID = 1
+        #expect(try nmea(String(decoding: both.sentence().dropLast(2), as: UTF8.self)) == .gsa(gsa))
     }
 
     @Test("encoders round-trip through the decoder")
