@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes GNSSProtocol (framer, NMEA/UBX/RTCM3 decoders, epoch assembler) with libFuzzer and
 # AddressSanitizer for SECONDS (default 60). The corpus it grows is kept in .build/fuzz-corpus, and
-# seeds cut from the shared captures in .build/fuzz-seeds, so each run goes on where the last stopped.
+# seeds cut from the shared captures in .build/fuzz-seeds, so each run goes on where the last stopped;
+# inputs that once failed are kept in Tests/Fixtures/fuzz-regressions and replayed every run. A failing
+# input is written to .build/fuzz-artifacts and printed in base64 (CI keeps only the log).
 #   scripts/fuzz.sh            # 60 s (what scripts/test.sh runs)
 #   scripts/fuzz.sh 3600       # an hour
 # Extra arguments after SECONDS go to libFuzzer (e.g. -jobs=2 -workers=2).
@@ -56,8 +58,34 @@ if [ -z "$(ls -A "$seeds")" ]; then
     printf '\xb5\x62\x0a\x04\x00\x00\x0e\x34' > "$seeds/ubx-poll"
 fi
 echo "fuzz: $seconds s, corpus $corpus ($(ls "$corpus" | wc -l) inputs), seeds $seeds ($(ls "$seeds" | wc -l))"
-mkdir -p .build/fuzz-artifacts
+# Inputs that once crashed (Tests/Fixtures/fuzz-regressions) are read with the seeds every run.
+regressions=Tests/Fixtures/fuzz-regressions
+artifacts=$PWD/.build/fuzz-artifacts
+mkdir -p "$artifacts"
+rm -f "$artifacts"/fuzz-*.log
+before=$(ls "$artifacts")
 # The Swift runtime's own crash reporter fights AddressSanitizer; libFuzzer reports crashes itself.
 export SWIFT_BACKTRACE=enable=no
-exec "$binary" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 -timeout=10 \
-    -artifact_prefix=.build/fuzz-artifacts/ "$@" "$corpus" "$seeds"
+# libFuzzer writes its per-job logs (fuzz-N.log, with -jobs) to the working directory: keep them
+# in .build/fuzz-artifacts, not in the checkout.
+root=$PWD
+status=0
+(cd "$artifacts" && "$binary" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 -timeout=10 \
+    -artifact_prefix="$artifacts/" "$@" "$root/$corpus" "$root/$seeds" "$root/$regressions") || status=$?
+if [ "$status" -ne 0 ]; then
+    # A CI machine's .build is gone after the run: print each new failing input so the log alone
+    # reproduces it (base64 -d > input; then the fuzzer binary with the input's path as argument).
+    for name in $(ls "$artifacts"); do
+        case " $(echo $before) " in *" $name "*) continue ;; esac
+        case "$name" in crash-* | leak-* | timeout-* | oom-* | slow-unit-*)
+            echo "fuzz: failing input $name ($(wc -c < "$artifacts/$name") bytes), base64:" >&2
+            base64 -w 0 "$artifacts/$name" >&2
+            echo >&2 ;;
+        esac
+    done
+    for log in "$artifacts"/fuzz-*.log; do
+        [ -f "$log" ] && grep -q -E 'ERROR|deadly|Timeout' "$log" && { echo "fuzz: $log:" >&2; tail -n 40 "$log" >&2; }
+    done
+    echo "fuzz: failed (exit $status)" >&2
+fi
+exit "$status"
