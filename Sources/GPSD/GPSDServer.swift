@@ -115,7 +115,7 @@ public final class GPSDServer: Sendable {
     }
 
     /// Binds every address in `configuration.listen` (failing if one cannot be bound); nothing is
-    /// served until ``start()`` or ``run(signals:)``.
+    /// served until ``start(signals:)``.
     public init(source: GPSDSource, configuration: GPSDServerConfiguration = GPSDServerConfiguration()) throws(SocketError) {
         var listeners: [SocketListener] = []
         for address in configuration.listen {
@@ -135,13 +135,6 @@ public final class GPSDServer: Sendable {
         let loop = try ServerLoop(server: self, signals: signals)
         let thread = try LoopThread(name: "gpsd-loop") { loop.run() }
         shared.withLock { $0.thread = thread }
-    }
-
-    /// Serves on the calling thread until ``shutdown()`` or one of `signals` arrives (SIGTERM:
-    /// stop accepting, power the receiver off, return).
-    public func run(signals: SignalWatcher?) throws(SocketError) {
-        let loop = try ServerLoop(server: self, signals: signals)
-        loop.run()
     }
 
     /// Stops accepting, tells watchers the device closed, closes every connection, powers the
