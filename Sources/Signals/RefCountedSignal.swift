@@ -53,16 +53,14 @@ public final class RefCountedSignal<Value: Sendable>: Sendable {
     init(configuration: SignalConfiguration, signalClock: SignalClock, start: @escaping StartHook,
          stop: @escaping StopHook) {
         let delivery = Delivery<Value>(clock: signalClock, replay: configuration.replay)
-        // The start hook needs the core for its emitter, and the core needs the hook: the box
-        // is filled right after the core is made, before anything can start.
-        let coreBox = Lock<SignalCore?>(nil)
-        let core = SignalCore(configuration: configuration, clock: signalClock, delivery: delivery) { epoch in
-            guard let core = coreBox.withLock({ $0 }) else { return }
+        // The start hook gets the core from the core itself: a hook that held the core (say,
+        // through a box filled after it was made) would keep the core, and whatever the hooks
+        // capture, alive for ever.
+        let core = SignalCore(configuration: configuration, clock: signalClock, delivery: delivery) { core, epoch in
             try await start(SignalEmitter(core: core, delivery: delivery, epoch: epoch))
         } stop: {
             await stop()
         }
-        coreBox.withLock { $0 = core }
         self.core = core
         self.delivery = delivery
     }

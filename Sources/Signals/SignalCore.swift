@@ -24,7 +24,9 @@ typealias SubscriberEnd = @Sendable (SignalCompletion?) -> Void
 final class SignalCore: Sendable {
     @usableFromInline let clock: SignalClock
     private let delivery: any DeliveryControl
-    private let startHook: @Sendable (UInt64) async throws -> Void
+    /// Runs the producer's start for a run (the epoch); it is handed this core rather than
+    /// holding it, so that the core does not keep itself alive.
+    private let startHook: @Sendable (SignalCore, UInt64) async throws -> Void
     private let stopHook: @Sendable () async -> Void
     private let locked: Lock<State>
     private let ids = Atomic<UInt64>(0)
@@ -33,7 +35,7 @@ final class SignalCore: Sendable {
         configuration: SignalConfiguration,
         clock: SignalClock,
         delivery: any DeliveryControl,
-        start: @escaping @Sendable (UInt64) async throws -> Void,
+        start: @escaping @Sendable (SignalCore, UInt64) async throws -> Void,
         stop: @escaping @Sendable () async -> Void
     ) {
         self.clock = clock
@@ -270,7 +272,7 @@ final class SignalCore: Sendable {
     private func runStart(epoch: UInt64) {
         Task { [self] in
             do {
-                try await startHook(epoch)
+                try await startHook(self, epoch)
                 transition { $0.startSucceeded(epoch: epoch, now: $1) }
             } catch {
                 transition { $0.startFailed(epoch: epoch, error: error, now: $1) }
