@@ -67,22 +67,31 @@ public final class SimulatedHat: Sendable {
                                          timing: timing)
         self.receiver = receiver
         let wired = WiredLines(board: board, inner: lines ?? MemoryLines(), receiver: receiver)
-        let stateBox = Lock<SimulatedHat?>(nil)
+        // The opener is part of `hardware`, which this hat holds: it reaches the hat through a
+        // weak reference, or the hat (its clock, receiver and wake-up descriptor) would hold
+        // itself for ever. Once the hat is gone, there is nothing to open.
+        let hatBox = Lock(WeakHat())
         hardware = HardwareAccess(
             gpio: wired,
             openSerial: { _, speed, _ in
-                guard let hat = stateBox.withLock({ $0 }) else { throw SerialError.closed(device: "simulator") }
+                guard let hat = hatBox.withLock({ $0.hat }) else { throw SerialError.closed(device: "simulator") }
                 return try hat.openHostSide(speed: speed)
             },
             openI2C: { _ in
                 throw I2CError.closed(device: "the simulator has no I2C bus")
             }
         )
-        stateBox.withLock { $0 = self }
+        hatBox.withLock { $0.hat = self }
         receiver.connect { [weak self] bytes in self?.receiverSends(bytes) }
         try attachLink()
         // Without an enable line nothing switches the supply: the receiver is always powered.
         if board.gpio.enable == nil { receiver.setMainPower(true) }
+    }
+
+    /// Wakes the reader of the host's writes, if one runs, so that it sees the hat is gone and
+    /// ends (with it go its thread and the pseudo-terminal).
+    deinit {
+        readerWake.wake()
     }
 
     /// The device path a host opens: the pseudo-terminal's (it changes after `reappear()`).
@@ -142,25 +151,30 @@ public final class SimulatedHat: Sendable {
                 state.terminal = terminal
                 state.readerRunning = true
             }
-            try reader.async { [weak self] in self?.readHost(terminal) }
+            // The reader holds the hat only to ask whether to go on: a reader that held it while
+            // waiting for the host would keep the hat (and itself) alive until `shutdown()`.
+            let (receiver, traffic, wake) = (receiver, traffic, readerWake)
+            try reader.async { [weak self] in
+                while self?.isReading(terminal) == true {
+                    let bytes: [UInt8]
+                    do {
+                        bytes = try terminal.read(maxCount: 4096, until: wake)
+                    } catch {
+                        return
+                    }
+                    guard !bytes.isEmpty else { continue }
+                    receiver.receive(bytes)
+                    traffic.receiverConsumed(bytes.count)
+                }
+            }
         case .inProcess:
             state.withLock { $0.loopback = nil }
         }
     }
 
-    /// Reads what the host writes to the pseudo-terminal and hands it to the receiver.
-    private func readHost(_ terminal: PseudoTerminal) {
-        while state.withLock({ $0.readerRunning && $0.terminal === terminal }) {
-            let bytes: [UInt8]
-            do {
-                bytes = try terminal.read(maxCount: 4096, until: readerWake)
-            } catch {
-                return
-            }
-            guard !bytes.isEmpty else { continue }
-            receiver.receive(bytes)
-            traffic.receiverConsumed(bytes.count)
-        }
+    /// Whether the reader of the host's writes to `terminal` should go on.
+    private func isReading(_ terminal: PseudoTerminal) -> Bool {
+        state.withLock { $0.readerRunning && $0.terminal === terminal }
     }
 
     private func openHostSide(speed: Int) throws -> any SerialLink {
@@ -199,6 +213,11 @@ public final class SimulatedHat: Sendable {
         receiver.receive(speed == baud ? bytes : LoopbackLink.garble(bytes))
         traffic.receiverConsumed(bytes.count)
     }
+}
+
+/// The hat as its own serial opener sees it.
+private struct WeakHat: Sendable {
+    weak var hat: SimulatedHat?
 }
 
 // MARK: - Traffic accounting
