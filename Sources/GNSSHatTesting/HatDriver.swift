@@ -42,9 +42,10 @@ public final class HatDriver: Sendable {
         return candidates.compactMap { $0 }.min()
     }
 
-    /// Waits until no byte is in flight and the Receiver's power sequence is not working.
+    /// Waits until no byte is in flight and the Receiver's power sequence is not working (or
+    /// until the task is cancelled).
     public func settle() async {
-        while true {
+        while !Task.isCancelled {
             await hat.settled()
             guard receiver?.isBusy == true else { return }
             await Task.yield()
@@ -61,7 +62,7 @@ public final class HatDriver: Sendable {
     /// Moves time forward by `duration`, stopping at every deadline on the way.
     public func advance(by duration: Duration) async {
         let target = clock.now.advanced(by: duration)
-        while true {
+        while !Task.isCancelled {
             await settle()
             guard let next = nextDeadline, next <= target else { break }
             await move(to: next)
@@ -71,7 +72,8 @@ public final class HatDriver: Sendable {
     }
 
     /// Runs `operation` while moving time forward deadline by deadline, until it returns; at most
-    /// `limit` of simulated time passes.
+    /// `limit` of simulated time passes. Throws `CancellationError` (and cancels `operation`)
+    /// when the calling task is cancelled, so that a test's time limit ends a drive that hangs.
     public func run<T: Sendable>(
         limit: Duration = .seconds(600), _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
@@ -85,6 +87,10 @@ public final class HatDriver: Sendable {
         var idle = 0
         while true {
             if let outcome = result.withLock({ $0 }) { return try outcome.get() }
+            if Task.isCancelled {
+                task.cancel()
+                throw CancellationError()
+            }
             await settle()
             if let outcome = result.withLock({ $0 }) { return try outcome.get() }
             if let next = nextDeadline, next <= end {

@@ -230,7 +230,8 @@ public final class HatTraffic: Sendable {
         var hostOpen = false
         var hostWrote = 0
         var receiverConsumed = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
 
         var isSettled: Bool { (!hostOpen || hostConsumed >= receiverWrote) && receiverConsumed >= hostWrote }
     }
@@ -242,15 +243,25 @@ public final class HatTraffic: Sendable {
     /// Whether nothing is in flight.
     public var isSettled: Bool { state.withLock { $0.isSettled } }
 
-    /// Suspends until nothing is in flight.
+    /// Suspends until nothing is in flight, or until the task is cancelled (a test's time limit
+    /// then ends a wait for bytes that never come, rather than leaving it hanging).
     public func waitUntilSettled() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let settled = state.withLock { state -> Bool in
-                if state.isSettled { return true }
-                state.waiters.append(continuation)
-                return false
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { state -> Bool in
+                    if state.isSettled || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if done { continuation.resume() }
             }
-            if settled { continuation.resume() }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
         }
     }
 
@@ -259,7 +270,7 @@ public final class HatTraffic: Sendable {
             change(&state)
             guard state.isSettled else { return [] }
             defer { state.waiters.removeAll() }
-            return state.waiters
+            return Array(state.waiters.values)
         }
         for waiter in ready { waiter.resume() }
     }
