@@ -39,6 +39,9 @@ public final class SimulatedHat: Sendable {
     }
 
     private let state = Lock(State())
+    /// Tests: runs once the host's open of the in-process link has been accepted, before the
+    /// open returns, so that a fault can come in the middle of an open deterministically.
+    private let hostOpenAccepted = Lock<(@Sendable () -> Void)?>(nil)
     private let reader = SerialThread(name: "gnss-sim-reader")
     /// Wakes the reader, which otherwise waits for the host with no timeout (an idle simulator
     /// does not wake the process).
@@ -121,8 +124,12 @@ public final class SimulatedHat: Sendable {
     /// The device comes back (a new pseudo-terminal, at a new path).
     public func reappear() throws {
         guard !state.withLock({ $0.present }) else { return }
-        state.withLock { $0.present = true }
         try attachLink()
+    }
+
+    /// Sets what runs once the host's open of the in-process link has been accepted (tests).
+    func whenHostOpenAccepted(_ body: (@Sendable () -> Void)?) {
+        hostOpenAccepted.withLock { $0 = body }
     }
 
     /// Whether the device is there.
@@ -150,6 +157,7 @@ public final class SimulatedHat: Sendable {
             state.withLock { state in
                 state.terminal = terminal
                 state.readerRunning = true
+                state.present = true
             }
             // The reader holds the hat only to ask whether to go on: a reader that held it while
             // waiting for the host would keep the hat (and itself) alive until `shutdown()`.
@@ -168,7 +176,12 @@ public final class SimulatedHat: Sendable {
                 }
             }
         case .inProcess:
-            state.withLock { $0.loopback = nil }
+            // The host attaches its link when it opens one. Present and link-less in one step: a
+            // link attached between the two would be dropped while the host still reads it.
+            state.withLock { state in
+                state.present = true
+                state.loopback = nil
+            }
         }
     }
 
@@ -187,11 +200,21 @@ public final class SimulatedHat: Sendable {
             let port = try SerialPort(path: path, speed: speed)
             return CountingLink(inner: port, traffic: traffic)
         case .inProcess:
-            guard state.withLock({ $0.present }) else {
+            // The hat's presence is checked and the link attached under one lock, so that a hat
+            // disappearing meanwhile vanishes this link too. Apart, a link opened as the hat
+            // disappeared was attached to an absent hat, and after `reappear()` (which starts
+            // with no link) to nothing: the receiver's output, counted as in flight, never
+            // reached it, and a HatDriver waited for ever for the host to read it.
+            let link = LoopbackLink(speed: speed, hat: self)
+            let attached = state.withLock { state -> Bool in
+                guard state.present else { return false }
+                state.loopback = link
+                return true
+            }
+            guard attached else {
                 throw SerialError.notFound(FailedCall(call: "open", device: "simulator", errno: .noSuchFileOrDirectory))
             }
-            let link = LoopbackLink(speed: speed, hat: self)
-            state.withLock { $0.loopback = link }
+            hostOpenAccepted.withLock { $0 }?()
             return CountingLink(inner: link, traffic: traffic)
         }
     }
