@@ -27,11 +27,10 @@ public final class ReleaseWatch: Sendable {
     private struct State {
         var alive: [String: Int] = [:]
         var made = 0
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiter: UInt64 = 0
     }
 
     private let state = Lock(State())
+    private let waiters = ConditionWaiters()
 
     public init() {}
 
@@ -52,33 +51,15 @@ public final class ReleaseWatch: Sendable {
 
     /// Suspends until no marker is alive, or until the task is cancelled.
     public func waitUntilAllReleased() async {
-        let id = state.withLock { state -> UInt64 in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let done = state.withLock { state -> Bool in
-                    if state.alive.isEmpty || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if done { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume()
-        }
+        await waiters.wait { state.withLock { $0.alive.isEmpty } }
     }
 
     private func released(_ name: String) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let none = state.withLock { state -> Bool in
             let left = (state.alive[name] ?? 1) - 1
             state.alive[name] = left > 0 ? left : nil
-            guard state.alive.isEmpty else { return [] }
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
+            return state.alive.isEmpty
         }
-        for waiter in waiters { waiter.resume() }
+        if none { waiters.resumeAll() }
     }
 }

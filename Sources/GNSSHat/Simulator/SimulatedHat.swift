@@ -253,13 +253,12 @@ public final class HatTraffic: Sendable {
         var hostOpen = false
         var hostWrote = 0
         var receiverConsumed = 0
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiter: UInt64 = 0
 
         var isSettled: Bool { (!hostOpen || hostConsumed >= receiverWrote) && receiverConsumed >= hostWrote }
     }
 
     private let state = Lock(State())
+    private let waiters = ConditionWaiters()
 
     public init() {}
 
@@ -269,33 +268,15 @@ public final class HatTraffic: Sendable {
     /// Suspends until nothing is in flight, or until the task is cancelled (a test's time limit
     /// then ends a wait for bytes that never come, rather than leaving it hanging).
     public func waitUntilSettled() async {
-        let id = state.withLock { state -> UInt64 in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let done = state.withLock { state -> Bool in
-                    if state.isSettled || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if done { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume()
-        }
+        await waiters.wait { isSettled }
     }
 
     private func update(_ change: (inout State) -> Void) {
-        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let settled = state.withLock { state -> Bool in
             change(&state)
-            guard state.isSettled else { return [] }
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
+            return state.isSettled
         }
-        for waiter in ready { waiter.resume() }
+        if settled { waiters.resumeAll() }
     }
 
     /// The receiver is about to write bytes: the host must read them, if it listens.
