@@ -23,32 +23,69 @@ enum WriteOutcome {
     case failed(FailedCall)
 }
 
+/// What a wait for input saw.
+enum InputReadiness {
+    /// The descriptor has input (or an error condition that a read will report).
+    case readable
+    /// The waker was woken and the descriptor has no input; the waker is drained.
+    case woken
+    /// Nothing happened within the time-out.
+    case timedOut
+    /// The far side hung up: `POLLHUP`/`POLLERR` without input.
+    case hungUp(FailedCall)
+    /// `poll` failed.
+    case failed(FailedCall)
+}
+
 enum DescriptorIO {
-    /// Waits with `poll` for input, then reads at most `maxCount` bytes with `read`.
-    static func read(_ fd: CInt, device: String, maxCount: Int, timeout: Duration?, wake: Waker? = nil)
-        -> ReadOutcome
-    {
-        guard maxCount > 0 else { return .bytes([]) }
-        var pfds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-        if let wake { pfds.append(pollfd(fd: wake.rawDescriptor, events: Int16(POLLIN), revents: 0)) }
+    /// Waits with `poll` until `fd` has input, `wake` (when given) is woken, or `timeout` (nil: none)
+    /// passes. Input wins over a wake that came at the same time: the wake stays pending for the
+    /// next wait. The `pollfd`s live on the stack, not in an array per call.
+    static func waitForInput(_ fd: CInt, device: String, timeout: Duration?, wake: Waker?) -> InputReadiness {
         let milliseconds = timeout?.pollMilliseconds ?? -1
-        let ready = retryingInterrupts("poll", device) { system_poll(&pfds, pfds.count, milliseconds, device) }
-        switch ready {
-        case .failure(let failure): return .failed(failure)
-        case .success(0): return .timedOut
-        case .success: break
+        let count = wake == nil ? 1 : 2
+        // The revents of `fd`, nil when poll timed out.
+        let polled = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { pfds -> Result<CInt?, FailedCall> in
+            guard let base = pfds.baseAddress else {
+                return .failure(FailedCall(call: "poll", device: device, errno: .noMemory))
+            }
+            pfds.initialize(repeating: pollfd(fd: -1, events: 0, revents: 0))
+            pfds[0] = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if let wake { pfds[1] = pollfd(fd: wake.rawDescriptor, events: Int16(POLLIN), revents: 0) }
+            return retryingInterrupts("poll", device) { system_poll(base, count, milliseconds, device) }
+                .map { ready in ready == 0 ? nil : CInt(pfds[0].revents) }
         }
-        let revents = CInt(pfds[0].revents)
+        let revents: CInt
+        switch polled {
+        case .failure(let failure): return .failed(failure)
+        case .success(nil): return .timedOut
+        case .success(let value?): revents = value
+        }
         if revents == 0, let wake {
             // Woken, not readable: the caller looks at why.
             wake.drain()
-            return .timedOut
+            return .woken
         }
         if revents & CInt(POLLNVAL) != 0 {
             preconditionFailure("PiHardware bug: poll on \(device) reported a closed descriptor")
         }
         if revents & CInt(POLLIN) == 0 && revents & CInt(POLLHUP | POLLERR) != 0 {
             return .hungUp(FailedCall(call: "poll", device: device, errno: nil))
+        }
+        return .readable
+    }
+
+    /// Waits with `poll` for input (see ``waitForInput(_:device:timeout:wake:)``), then reads at
+    /// most `maxCount` bytes with `read`.
+    static func read(_ fd: CInt, device: String, maxCount: Int, timeout: Duration?, wake: Waker? = nil)
+        -> ReadOutcome
+    {
+        guard maxCount > 0 else { return .bytes([]) }
+        switch waitForInput(fd, device: device, timeout: timeout, wake: wake) {
+        case .readable: break
+        case .woken, .timedOut: return .timedOut
+        case .hungUp(let failure): return .hungUp(failure)
+        case .failed(let failure): return .failed(failure)
         }
         var bytes = [UInt8](repeating: 0, count: maxCount)
         let count = bytes.withUnsafeMutableBytes { buffer in
@@ -102,6 +139,39 @@ enum DescriptorIO {
                 }
             }
             return .written
+        }
+    }
+}
+
+extension Waker {
+    /// Waits with no time-out until this waker or `wake` is woken (`poll` on both eventfds) and
+    /// drains the one it saw: true when this one was woken (it wins when both were, and `wake`
+    /// stays pending for the next wait), false when `wake` was. For in-process sources that say
+    /// "ready" with a waker of their own, as the simulator's and the test fakes' edge sources do.
+    public func wait(until wake: Waker) throws(SocketError) -> Bool {
+        switch DescriptorIO.waitForInput(rawDescriptor, device: "eventfd", timeout: nil, wake: wake) {
+        case .readable:
+            drain()
+            return true
+        case .woken, .timedOut:
+            return false
+        case .hungUp(let failure), .failed(let failure):
+            throw SocketError(failure)
+        }
+    }
+
+    /// Whether the waker was woken since it was last drained (`poll` with a zero time-out);
+    /// drains it when it was. A failed `poll` counts as woken, so a waiter re-checks why it waits
+    /// rather than waiting on.
+    public func takeWake() -> Bool {
+        switch DescriptorIO.waitForInput(rawDescriptor, device: "eventfd", timeout: .zero, wake: nil) {
+        case .readable:
+            drain()
+            return true
+        case .timedOut, .woken:
+            return false
+        case .hungUp, .failed:
+            return true
         }
     }
 }
