@@ -303,6 +303,37 @@ public final class GPIOInputLine: EdgeEventSource {
         }
     }
 
+    /// Waits with no time-out for the next edge, or until `waker` is woken (then returns nil):
+    /// `poll` on the line's event descriptor (`gpiod_line_event_get_fd` in v1,
+    /// `gpiod_line_request_get_fd` in v2) beside the waker's, then reads the events as
+    /// ``nextEdge(timeout:)`` does. Holds the line's lock while waiting, so wake the reader
+    /// before releasing the line. A chip that goes away while we wait (`POLLHUP`/`POLLERR`)
+    /// throws `vanished`.
+    public func nextEdge(until waker: Waker) throws(GPIOError) -> EdgeEvent? {
+        try state.withLock { state throws(GPIOError) -> EdgeEvent? in
+            if !state.pending.isEmpty { return state.pending.removeFirst() }
+            guard let line = state.handle else { throw .released(device: name) }
+            // A read that found nothing after all waits again.
+            while state.pending.isEmpty {
+                let readiness: InputReadiness
+                do throws(FailedCall) {
+                    let fd = try line.eventDescriptor()
+                    readiness = DescriptorIO.waitForInput(fd, device: name, timeout: nil, wake: waker)
+                    if case .readable = readiness { state.pending = try line.readEvents() }
+                } catch {
+                    throw GPIOError(error, line: name)
+                }
+                switch readiness {
+                case .readable: continue
+                case .woken, .timedOut: return nil
+                case .hungUp(let failure): throw .vanished(failure)
+                case .failed(let failure): throw GPIOError(failure, line: name)
+                }
+            }
+            return state.pending.removeFirst()
+        }
+    }
+
     /// Releases the line.
     public func release() {
         state.withLock { state in

@@ -47,7 +47,11 @@ protocol GPIOLineHandle: AnyObject, Sendable {
     func value() throws(FailedCall) -> Bool
     /// Waits up to `timeout`; true when edge events are waiting.
     func waitForEvents(timeout: Duration) throws(FailedCall) -> Bool
-    /// Reads the waiting edge events (at least one after `waitForEvents` returned true).
+    /// The descriptor that is readable while edge events wait, to `poll` beside others; it
+    /// stays the line's (released with it).
+    func eventDescriptor() throws(FailedCall) -> CInt
+    /// Reads the waiting edge events (at least one after `waitForEvents` returned true or the
+    /// event descriptor was readable).
     func readEvents() throws(FailedCall) -> [EdgeEvent]
     func release()
 }

@@ -138,6 +138,27 @@ public protocol EdgeEventSource: AnyObject, Sendable {
     var name: String { get }
     /// Waits up to `timeout` for the next edge; returns nil on time-out.
     func nextEdge(timeout: Duration) throws -> EdgeEvent?
+    /// Waits with no time-out for the next edge, or until `waker` is woken (then returns nil): a
+    /// reader that must stop wakes it rather than waking up every so often to look. Like
+    /// `SerialPort.read(maxCount:until:)`, a wake that came while nobody waited ends the next wait.
+    func nextEdge(until waker: Waker) throws -> EdgeEvent?
+}
+
+extension EdgeEventSource {
+    /// How long each wait of the default ``nextEdge(until:)`` lasts: the most a woken reader of
+    /// a source that cannot wait on a descriptor takes to notice.
+    static var wakeCheckInterval: Duration { .milliseconds(50) }
+
+    /// For sources that cannot wait on a descriptor beside the waker (`/dev/ppsN`, whose `poll`
+    /// is not usable; test doubles): waits in steps of ``wakeCheckInterval`` with
+    /// ``nextEdge(timeout:)`` and looks after each whether `waker` was woken (`poll` on it with a
+    /// zero time-out, which drains it).
+    public func nextEdge(until waker: Waker) throws -> EdgeEvent? {
+        while true {
+            if let edge = try nextEdge(timeout: Self.wakeCheckInterval) { return edge }
+            if waker.takeWake() { return nil }
+        }
+    }
 }
 
 /// The GPIO lines of a machine, as the board layer needs them: a real implementation

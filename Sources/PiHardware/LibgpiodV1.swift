@@ -133,6 +133,10 @@ final class LibgpiodV1Line: GPIOLineHandle, @unchecked Sendable {
         }.get() == 1
     }
 
+    func eventDescriptor() throws(FailedCall) -> CInt {
+        try retryingInterrupts("gpiod_line_event_get_fd", device) { system_gpiod_line_event_get_fd(line, device) }.get()
+    }
+
     func readEvents() throws(FailedCall) -> [EdgeEvent] {
         var events = [gpiod_line_event](repeating: gpiod_line_event(), count: 16)
         let count = try events.withUnsafeMutableBufferPointer { buffer in
@@ -228,6 +232,11 @@ func system_gpiod_line_get_value(_ line: OpaquePointer, _ device: String) -> CIn
 func system_gpiod_line_event_wait(_ line: OpaquePointer, _ timeout: UnsafePointer<timespec>, _ device: String) -> CInt {
     if let errno = seamEnter("gpiod_line_event_wait", device) { return failC(errno) }
     return gpiod_line_event_wait(line, timeout)
+}
+
+func system_gpiod_line_event_get_fd(_ line: OpaquePointer, _ device: String) -> CInt {
+    if let errno = seamEnter("gpiod_line_event_get_fd", device) { return failC(errno) }
+    return gpiod_line_event_get_fd(line)
 }
 
 func system_gpiod_line_event_read_multiple(

@@ -185,6 +185,12 @@ final class LibgpiodV2Line: GPIOLineHandle, @unchecked Sendable {
         }.get() == 1
     }
 
+    func eventDescriptor() throws(FailedCall) -> CInt {
+        try retryingInterrupts("gpiod_line_request_get_fd", device) {
+            system_gpiod_line_request_get_fd(request, device)
+        }.get()
+    }
+
     func readEvents() throws(FailedCall) -> [EdgeEvent] {
         let buffer: OpaquePointer
         if let existing = self.buffer {
@@ -378,6 +384,11 @@ func system_gpiod_line_request_set_value(
 func system_gpiod_line_request_get_value(_ request: OpaquePointer, _ offset: UInt32, _ device: String) -> CInt {
     if let errno = seamEnter("gpiod_line_request_get_value", device) { return failC(errno) }
     return CInt(gpiod_line_request_get_value(request, offset).rawValue)
+}
+
+func system_gpiod_line_request_get_fd(_ request: OpaquePointer, _ device: String) -> CInt {
+    if let errno = seamEnter("gpiod_line_request_get_fd", device) { return failC(errno) }
+    return gpiod_line_request_get_fd(request)
 }
 
 func system_gpiod_line_request_wait_edge_events(

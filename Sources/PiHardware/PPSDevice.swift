@@ -60,6 +60,14 @@ public enum PPSError: HardwareFault, Equatable {
 /// ioctls: `PPS_GETCAP`, `PPS_GETPARAMS`/`PPS_SETPARAMS` and `PPS_FETCH`. Timestamps are the
 /// kernel's `CLOCK_REALTIME` at the edge. "Assert" is reported as `.rising`, "clear" as
 /// `.falling`.
+///
+/// `nextEdge(until:)` is the protocol's default, a `PPS_FETCH` of 50 ms at a time that looks at
+/// the waker in between, not a `poll` on the device beside the waker: the pps char device's
+/// `poll` says "readable" at all times in kernels without the 2025 fix "pps: fix poll support"
+/// (marked for stable kernels from 5.4; a `poll` there would spin), and the fixed one keeps the
+/// last fetched event per device, not per open file, so gpsd or chrony fetching the same source
+/// can hide an edge from us until the next one. The other wait, a `PPS_FETCH` with no time-out,
+/// can only be cut short by a signal.
 public final class PPSDevice: EdgeEventSource {
     /// The device path.
     public let path: String

@@ -11,6 +11,9 @@ final class FakeGPIODriver: GPIODriver {
         var settings: GPIOLineSettings?
         var value = false
         var events: [EdgeEvent] = []
+        /// The line's event descriptor (an eventfd), made when first asked for: readable while
+        /// events wait, as the kernel's is.
+        var ready: Waker?
     }
 
     struct Chip {
@@ -56,7 +59,10 @@ final class FakeGPIODriver: GPIODriver {
     }
 
     func queue(_ path: String, _ offset: Int, _ events: [EdgeEvent]) {
-        state.withLock { $0.chips[path]?.lines[offset].events += events }
+        state.withLock { state in
+            state.chips[path]?.lines[offset].events += events
+            state.chips[path]?.lines[offset].ready?.wake()
+        }
     }
 
     var openHandles: Int { state.withLock { $0.openHandles } }
@@ -167,11 +173,33 @@ final class FakeLineHandle: GPIOLineHandle, @unchecked Sendable {
         return driver.state.withLock { !($0.chips[path]?.lines[offset].events.isEmpty ?? true) }
     }
 
+    func eventDescriptor() throws(FailedCall) -> CInt {
+        try enter("gpiod_line_request_get_fd")
+        return try driver.state.withLock { state throws(FailedCall) -> CInt in
+            guard var line = state.chips[path]?.lines[offset], line.settings?.edges != nil else {
+                throw FailedCall(call: "gpiod_line_request_get_fd", device: device, errno: .notPermitted)
+            }
+            if line.ready == nil {
+                do throws(SocketError) {
+                    line.ready = try Waker()
+                } catch {
+                    throw FailedCall(call: "eventfd", device: device, errno: error.failedCall?.errno)
+                }
+                if !line.events.isEmpty { line.ready?.wake() }
+                state.chips[path]?.lines[offset] = line
+            }
+            return line.ready?.rawDescriptor ?? -1
+        }
+    }
+
     func readEvents() throws(FailedCall) -> [EdgeEvent] {
         try enter("gpiod_line_request_read_edge_events")
         return driver.state.withLock { state in
             let events = Array(state.chips[path]?.lines[offset].events.prefix(2) ?? [])
             state.chips[path]?.lines[offset].events.removeFirst(events.count)
+            if state.chips[path]?.lines[offset].events.isEmpty == true {
+                state.chips[path]?.lines[offset].ready?.drain()
+            }
             return events
         }
     }
