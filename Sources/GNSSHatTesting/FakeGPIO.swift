@@ -140,9 +140,10 @@ public final class FakeOutputLine: OutputLine {
     }
 }
 
-/// An edge source a test drives with `emit`. `nextEdge` returns an emitted edge at once, or
-/// waits for one up to its time-out (so a reader thread does not spin); tests that emit before
-/// reading never wait.
+/// An edge source a test drives with `emit`. `nextEdge(timeout:)` returns an emitted edge at
+/// once, or waits for one up to its time-out (so a reader thread does not spin); tests that emit
+/// before reading never wait. `nextEdge(until:)` waits with no time-out on an eventfd woken with
+/// each edge, beside the caller's waker, as a GPIO line's event descriptor is waited on.
 public final class FakeEdgeSource: EdgeEventSource {
     public let name: String
     /// The edges this source reports; others passed to `emit` are dropped, like the kernel does.
@@ -153,10 +154,15 @@ public final class FakeEdgeSource: EdgeEventSource {
         var sequence: UInt64 = 0
         var failure: (any Error & Sendable)?
         var closed = false
+        var timedWaits = 0
     }
 
     private let state = Lock(State())
+    /// Counts queued edges and failures, for `nextEdge(timeout:)`.
     private let signal = DispatchSemaphore(value: 0)
+    /// Woken with each edge and failure, for `nextEdge(until:)`; nil when no eventfd was to be
+    /// had (then that wait looks at the waker every 50 ms).
+    private let ready = try? Waker()
 
     public init(name: String = "fake edges", edges: GPIOEdges = .rising) {
         self.name = name
@@ -173,20 +179,30 @@ public final class FakeEdgeSource: EdgeEventSource {
         state.withLock { state in
             state.sequence += 1
             state.queue.append(EdgeEvent(kind: kind, timestamp: timestamp, clock: clock, sequence: state.sequence))
+            // Under the lock, so that a reader taking the edge finds the count it takes too.
+            signal.signal()
         }
-        signal.signal()
+        ready?.wake()
     }
 
     /// Makes the next `nextEdge` throw `error`.
     public func fail(with error: any Error & Sendable) {
-        state.withLock { $0.failure = error }
-        signal.signal()
+        state.withLock { state in
+            state.failure = error
+            signal.signal()
+        }
+        ready?.wake()
     }
 
     /// Edges emitted but not read yet.
     public var pendingCount: Int { state.withLock { $0.queue.count } }
 
+    /// How many times `nextEdge(timeout:)` was called: a reader that waits with a waker never
+    /// needs it.
+    public var timedWaits: Int { state.withLock { $0.timedWaits } }
+
     public func nextEdge(timeout: Duration) throws -> EdgeEvent? {
+        state.withLock { $0.timedWaits += 1 }
         // The semaphore counts emitted edges and failures, so a wait succeeds once per item.
         guard signal.wait(timeout: fakeDeadline(after: timeout)) == .success else { return nil }
         let (event, failure) = state.withLock { state -> (EdgeEvent?, (any Error & Sendable)?) in
@@ -195,6 +211,36 @@ public final class FakeEdgeSource: EdgeEventSource {
                 return (nil, failure)
             }
             return (state.queue.isEmpty ? nil : state.queue.removeFirst(), nil)
+        }
+        if let failure { throw failure }
+        return event
+    }
+
+    /// Waits with no time-out for an edge or a failure, or until `waker` is woken (then returns
+    /// nil).
+    public func nextEdge(until waker: Waker) throws -> EdgeEvent? {
+        while true {
+            if let item = try take() { return item }
+            if let ready {
+                guard try ready.wait(until: waker) else { return nil }
+            } else {
+                if let edge = try nextEdge(timeout: .milliseconds(50)) { return edge }
+                if waker.takeWake() { return nil }
+            }
+        }
+    }
+
+    /// The pending failure (thrown) or the first queued edge, with its count on the semaphore.
+    private func take() throws -> EdgeEvent? {
+        let (event, failure) = state.withLock { state -> (EdgeEvent?, (any Error & Sendable)?) in
+            if let failure = state.failure {
+                state.failure = nil
+                _ = signal.wait(timeout: .now())
+                return (nil, failure)
+            }
+            guard !state.queue.isEmpty else { return (nil, nil) }
+            _ = signal.wait(timeout: .now())
+            return (state.queue.removeFirst(), nil)
         }
         if let failure { throw failure }
         return event

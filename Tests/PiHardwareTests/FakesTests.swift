@@ -1,5 +1,6 @@
 import GNSSHatTesting
 import PiHardware
+import Synchronization
 import Testing
 
 @Suite("GNSSHatTesting fakes behave like the hardware they stand in for")
@@ -49,6 +50,34 @@ struct FakesTests {
         #expect(try source.nextEdge(timeout: .zero) == nil)
         fake.fail(with: GPIOError.released(device: "x"))
         #expect(throws: GPIOError.self) { try source.nextEdge(timeout: .zero) }
+    }
+
+    @Test("a fake edge source waits with no time-out until an edge, a failure or a wake")
+    func edgesUntilWoken() throws {
+        let gpio = FakeGPIO()
+        let source = try gpio.edges(pps, .rising, activeLow: false, bias: .asIs)
+        let fake = try #require(gpio.input(at: pps))
+        let waker = try Waker()
+        fake.emit(.rising, at: .seconds(1))
+        fake.emit(.rising, at: .seconds(2))
+        #expect(try source.nextEdge(until: waker)?.sequence == 1)
+        // The time-out wait and the woken one share the queue.
+        #expect(try source.nextEdge(timeout: .zero)?.sequence == 2)
+        #expect(try source.nextEdge(timeout: .zero) == nil)
+        waker.wake()
+        #expect(try source.nextEdge(until: waker) == nil)
+        let woken = Mutex<Result<EdgeEvent?, any Error>?>(nil)
+        let thread = try LoopThread(name: "test-pps") {
+            let outcome = Result { try source.nextEdge(until: waker) }
+            woken.withLock { $0 = outcome }
+        }
+        fake.emit(.rising, at: .seconds(3))
+        thread.join()
+        #expect(try woken.withLock { $0 }?.get()?.sequence == 3)
+        fake.fail(with: GPIOError.released(device: "x"))
+        #expect(throws: GPIOError.released(device: "x")) { try source.nextEdge(until: waker) }
+        #expect(fake.pendingCount == 0)
+        #expect(fake.timedWaits == 2)
     }
 
     @Test("a fake byte link passes bytes both ways, answers writes, and hangs up like a tty")

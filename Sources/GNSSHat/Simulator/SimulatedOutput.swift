@@ -145,8 +145,19 @@ enum SimulatedEpoch {
 /// An edge source fed by the simulator: the PPS line of a simulated hat.
 public final class SimulatedEdgeSource: EdgeEventSource {
     public let name: String
-    private let queue = Lock<[EdgeEvent]>([])
+
+    private struct State {
+        var queue: [EdgeEvent] = []
+        var timedWaits = 0
+        var wokenWaits = 0
+    }
+
+    private let state = Lock(State())
+    /// Counts the queued edges, for ``nextEdge(timeout:)``.
     private let signal = DispatchSemaphore(value: 0)
+    /// Woken with each edge, for ``nextEdge(until:)`` to wait on beside the caller's waker; nil
+    /// when no eventfd was to be had (then that wait looks at the waker every 50 ms).
+    private let ready = try? Waker()
 
     public init(name: String) {
         self.name = name
@@ -154,13 +165,49 @@ public final class SimulatedEdgeSource: EdgeEventSource {
 
     /// Queues an edge for the reader.
     public func emit(_ edge: EdgeEvent) {
-        queue.withLock { $0.append(edge) }
-        signal.signal()
+        state.withLock { state in
+            state.queue.append(edge)
+            // Under the lock, so that a reader taking the edge finds the count it takes too.
+            signal.signal()
+        }
+        ready?.wake()
     }
 
+    /// How many times ``nextEdge(timeout:)`` was called (tests: a reader that can be woken
+    /// never needs it).
+    var timedWaits: Int { state.withLock { $0.timedWaits } }
+    /// How many ``nextEdge(until:)`` calls ended woken, with no edge.
+    var wokenWaits: Int { state.withLock { $0.wokenWaits } }
+
     public func nextEdge(timeout: Duration) throws -> EdgeEvent? {
+        state.withLock { $0.timedWaits += 1 }
         guard signal.wait(timeout: dispatchDeadline(after: timeout)) == .success else { return nil }
-        return queue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        return state.withLock { $0.queue.isEmpty ? nil : $0.queue.removeFirst() }
+    }
+
+    /// Waits with no time-out for an edge, or until `waker` is woken (then returns nil): `poll`
+    /// on an eventfd woken with each edge beside the waker's.
+    public func nextEdge(until waker: Waker) throws -> EdgeEvent? {
+        while true {
+            if let edge = take() { return edge }
+            if let ready {
+                if try ready.wait(until: waker) { continue }
+            } else {
+                if let edge = try nextEdge(timeout: .milliseconds(50)) { return edge }
+                if !waker.takeWake() { continue }
+            }
+            state.withLock { $0.wokenWaits += 1 }
+            return nil
+        }
+    }
+
+    /// The first queued edge, with its count on the semaphore.
+    private func take() -> EdgeEvent? {
+        state.withLock { state in
+            guard !state.queue.isEmpty else { return nil }
+            _ = signal.wait(timeout: .now())
+            return state.queue.removeFirst()
+        }
     }
 }
 
