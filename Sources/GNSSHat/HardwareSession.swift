@@ -50,6 +50,12 @@ final class HardwareSession: Sendable {
     private let state = Lock(State())
     private let ppsThread = SerialThread(name: "gnss-pps")
     private let ppsControl = LoopControl()
+    /// Wakes the PPS loop to stop, so it waits for edges with no time-out (no wake-ups between
+    /// pulses). Without one (no eventfd to be had) waits time out instead.
+    private let ppsWake = try? Waker()
+    /// How long one PPS wait lasts if there is no waker: it bounds how long `stop()` waits for
+    /// the loop to notice.
+    static let ppsWaitTimeout: Duration = .milliseconds(50)
     /// Whether the session is waiting for time or for the receiver to answer (not working).
     var isWaiting: Bool { clock.pendingWait.waiting }
 
@@ -373,7 +379,12 @@ final class HardwareSession: Sendable {
     private func ppsLoop(_ source: any EdgeEventSource, _ emitter: SignalEmitter<ReceiverEvent>) {
         while ppsControl.isRunning {
             do {
-                if let edge = try source.nextEdge(timeout: .milliseconds(50)) {
+                let edge = if let ppsWake {
+                    try source.nextEdge(until: ppsWake)
+                } else {
+                    try source.nextEdge(timeout: Self.ppsWaitTimeout)
+                }
+                if let edge {
                     emitter.send(.pps(PPSPulse(edge: edge)))
                 }
             } catch {
@@ -391,7 +402,7 @@ final class HardwareSession: Sendable {
     /// going), then every strategy's off action in reverse order (each tried even if an earlier
     /// one failed), then the link closes. Never throws: failures are recorded.
     func stop() async {
-        await ppsControl.stop()
+        await ppsControl.stop(waking: { ppsWake?.wake() })
         let transport = state.withLock { $0.transport }
         await transport?.stopReading()
         let runner = PowerStrategyRunner(session: self, transport: transport)
