@@ -15,6 +15,7 @@ let piHardwareScenarios: [Scenario] = [
     Scenario("pihw.busy-line") { try checkBusyLine() },
     Scenario("pihw.pps-edges") { try checkEdges(clock: .monotonic) },
     Scenario("pihw.pps-realtime") { try checkRealtimeEdges() },
+    Scenario("pihw.pps-until-woken") { try checkEdgesUntilWoken() },
     Scenario("pihw.ddc-stream") { try checkDDCStream() },
     Scenario("pihw.ddc-glitches") { try checkDDCGlitches() },
     Scenario("pihw.ddc-nak") { try checkDDCNAK() },
@@ -126,6 +127,42 @@ func checkEdges(clock: EdgeClock) throws {
             previous = edge
         }
     }
+    try expect(try pps.nextEdge(timeout: .zero) == nil, "an edge nobody made")
+}
+
+/// The wait with no time-out, `poll` on the line's event descriptor beside a waker: an edge made
+/// before the wait or during it (from this thread, while another waits) ends it with that edge,
+/// a wake from here ends it with none. A wait that missed either would hang the scenario.
+func checkEdgesUntilWoken() throws {
+    let lines = try SimulatedLines()
+    try lines.setPull(of: "GNSS_PPS", high: false)
+    let chip = try GPIOChip.open(simulatedChip)
+    defer { chip.close() }
+    let pps = try chip.requestInput(.name("GNSS_PPS"), edges: .rising)
+    defer { pps.release() }
+    let waker = try Waker()
+    try lines.setPull(of: "GNSS_PPS", high: true)
+    guard let first = try pps.nextEdge(until: waker) else { throw ScenarioFailure("woken with no wake") }
+    try expect(first.kind == .rising, "first edge \(first)")
+    try lines.setPull(of: "GNSS_PPS", high: false)
+
+    /// Waits on a thread of its own while `meanwhile` runs here; what the wait returned.
+    func waitElsewhere(meanwhile: () throws -> Void) throws -> EdgeEvent? {
+        let result = Shared<Result<EdgeEvent?, GPIOError>?>(nil)
+        let thread = try LoopThread(name: "hil-pps-wait") {
+            let outcome = Result { () throws(GPIOError) -> EdgeEvent? in try pps.nextEdge(until: waker) }
+            result.withLock { $0 = outcome }
+        }
+        try meanwhile()
+        thread.join()
+        guard let outcome = result.withLock({ $0 }) else { throw ScenarioFailure("the wait left no result") }
+        return try outcome.get()
+    }
+
+    let woken = try waitElsewhere { waker.wake() }
+    try expect(woken == nil, "woken, yet \(String(describing: woken))")
+    let arrived = try waitElsewhere { try lines.setPull(of: "GNSS_PPS", high: true) }
+    try expect(arrived?.kind == .rising, "an edge made during the wait gave \(String(describing: arrived))")
     try expect(try pps.nextEdge(timeout: .zero) == nil, "an edge nobody made")
 }
 
