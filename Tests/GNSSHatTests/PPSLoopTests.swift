@@ -26,4 +26,32 @@ struct PPSLoopTests {
         #expect(source.timedWaits == 0)
         await rig.shutdown()
     }
+
+    @Test("a power-off with no PPS loop running leaves its wake pending; the next loop waits again and gets pulses")
+    func wakeLeftByAStopWithNoLoop() async throws {
+        let rig = try Rig(connection: .inProcess, options: ReceiverOptions(linger: .zero))
+        let source = rig.hat.receiver.ppsOutput
+        // A receiver that never answers: the power-on fails before the PPS loop starts, and the
+        // power-off that follows wakes the loop's waker all the same.
+        rig.hat.receiver.inject(.silent)
+        let first = rig.receiver.pps.subscribe(buffering: .bounded(100))
+        let error = try await rig.driver.run { await firstError(first) }
+        #expect((error as? ReceiverError).map { if case .noResponse = $0 { true } else { false } } == true)
+        try await rig.runUntil { $0 == .failed }
+        #expect(source.wokenWaits == 0, "no loop ran")
+
+        rig.hat.receiver.clearFaults()
+        let pulses = rig.receiver.pps.subscribe(buffering: .bounded(100))
+        let pulse = try await rig.driver.run {
+            for try await pulse in pulses { return pulse }
+            throw CancellationError()
+        }
+        #expect(pulse.edge.kind == .rising)
+        // The pending wake ended the first wait of the new loop, which looked, saw it should go
+        // on, and waited again; it did not end the loop nor turn it into a polling one.
+        #expect(source.wokenWaits == 1)
+        #expect(source.timedWaits == 0)
+        pulses.cancel()
+        await rig.shutdown()
+    }
 }
