@@ -22,7 +22,9 @@ struct PPSLoopTests {
         pulses.cancel()
         await rig.receiver.waitForPower { $0 == .off }
         #expect(!rig.powerIsOn)
-        #expect(source.wokenWaits == 1)
+        // Woken once; or (2 to 5 runs in 25 here) an edge ended its last wait and it saw the stop
+        // before the next: either way it never waited with a time-out.
+        #expect(source.wokenWaits <= 1)
         #expect(source.timedWaits == 0)
         await rig.shutdown()
     }
