@@ -33,7 +33,7 @@ enum InputReadiness {
     case timedOut
     /// The far side hung up: `POLLHUP`/`POLLERR` without input.
     case hungUp(FailedCall)
-    /// `poll` failed.
+    /// `poll` failed, or reported the descriptor not open (`POLLNVAL`, as `EBADF`).
     case failed(FailedCall)
 }
 
@@ -67,7 +67,9 @@ enum DescriptorIO {
             return .woken
         }
         if revents & CInt(POLLNVAL) != 0 {
-            preconditionFailure("PiHardware bug: poll on \(device) reported a closed descriptor")
+            // Not an open descriptor (closed before the wait: a bug of the caller's): reported as
+            // `read` would report it, EBADF, instead of stopping the process.
+            return .failed(FailedCall(call: "poll", device: device, errno: .badFileDescriptor))
         }
         if revents & CInt(POLLIN) == 0 && revents & CInt(POLLHUP | POLLERR) != 0 {
             return .hungUp(FailedCall(call: "poll", device: device, errno: nil))

@@ -48,6 +48,16 @@ struct InputWaitTests {
         #expect(readiness(device.rawDescriptor, timeout: .zero, wake: wake) == "timedOut")
     }
 
+    @Test("a descriptor that is not open is a typed failure (EBADF), with or without a waker")
+    func notOpen() throws {
+        // No process has this many descriptors: poll reports it with POLLNVAL at once.
+        let notOpen = CInt.max
+        let alone = readiness(notOpen, timeout: .zero, wake: nil)
+        #expect(alone.hasPrefix("failed") && alone.contains("EBADF"), "\(alone)")
+        let beside = readiness(notOpen, timeout: nil, wake: try Waker())
+        #expect(beside.hasPrefix("failed") && beside.contains("EBADF"), "\(beside)")
+    }
+
     @Test("a wait with no time-out ends when woken from another thread, or when input comes")
     func wokenFromAnotherThread() throws {
         let device = try Waker()
