@@ -105,12 +105,13 @@ public final class GPSDServer: Sendable {
     let shared = Lock(Shared())
     /// The latest reports, for POLL; written on the source's thread as reports go out.
     let memory = ReportMemory()
+    /// Tasks in ``waitUntilFinished()``.
+    let finishWaiters = ConditionWaiters()
 
     struct Shared {
         var statistics = GPSDServerStatistics()
         var thread: LoopThread?
         var finished = false
-        var finishWaiters: [CheckedContinuation<Void, Never>] = []
         var activityTask: Task<Void, Never>?
     }
 
@@ -144,36 +145,29 @@ public final class GPSDServer: Sendable {
         await waitUntilStopped()
     }
 
-    /// Returns when the loop has ended and the thread ``start(signals:)`` gave it is gone.
+    /// Returns when the loop has ended and the thread ``start(signals:)`` gave it is gone, or
+    /// when the calling task is cancelled (then the loop may still be running).
     public func waitUntilStopped() async {
         await waitUntilFinished()
-        let thread = shared.withLock { $0.thread }
+        let thread = shared.withLock { $0.finished ? $0.thread : nil }
         thread?.join()
     }
 
-    /// Returns when the loop has ended.
+    /// Returns when the loop has ended, or when the calling task is cancelled (then the loop may
+    /// still be running).
     public func waitUntilFinished() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let finished = shared.withLock { state -> Bool in
-                if state.finished { return true }
-                state.finishWaiters.append(continuation)
-                return false
-            }
-            if finished { continuation.resume() }
-        }
+        await finishWaiters.wait { shared.withLock { $0.finished } }
     }
 
     /// Counters, as of the loop's last pass.
     public var statistics: GPSDServerStatistics { shared.withLock { $0.statistics } }
 
     func finished() {
-        let waiters = shared.withLock { state -> [CheckedContinuation<Void, Never>] in
+        shared.withLock { state in
             state.finished = true
             state.activityTask?.cancel()
-            defer { state.finishWaiters = [] }
-            return state.finishWaiters
         }
-        for waiter in waiters { waiter.resume() }
+        finishWaiters.resumeAll()
     }
 }
 

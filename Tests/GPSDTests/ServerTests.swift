@@ -348,6 +348,24 @@ struct ServerTests {
         #expect(throws: SocketError.self) { try SocketConnection.connect(to: server.addresses[0]) }
     }
 
+    @Test("waiting for the end returns when the waiting task is cancelled, and when the loop ends")
+    func waitsEndOnCancel() async throws {
+        let fake = FakeSource()
+        let server = try makeServer(fake.source())
+        let early = Task { await server.waitUntilStopped() }
+        early.cancel()
+        await early.value
+        // The cancelled wait ended; the service still answers.
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: server.addresses[0])
+        #expect(try await client.object()["class"] as? String == "VERSION")
+        let waiters = (0..<3).map { _ in Task { await server.waitUntilFinished() } }
+        await server.shutdown()
+        for waiter in waiters { await waiter.value }
+        await server.waitUntilStopped()
+    }
+
     @Test("a Unix socket and an IPv6 listener serve like the IPv4 one")
     func otherListeners() async throws {
         let fake = FakeSource()
