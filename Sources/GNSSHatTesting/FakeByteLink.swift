@@ -1,6 +1,7 @@
 // A fake serial port: an in-memory byte stream with a far side the test plays.
 import Dispatch
 public import PiHardware
+import GNSSHat  // dispatchDeadline
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `ByteLink` (a serial port, a DDC link): the test feeds bytes the "receiver"
@@ -73,7 +74,7 @@ public final class FakeByteLink: ByteLink {
 
     public func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
         if let bytes = try take(maxCount) { return bytes }
-        guard signal.wait(timeout: fakeDeadline(after: timeout)) == .success else { return [] }
+        guard signal.wait(timeout: dispatchDeadline(after: timeout)) == .success else { return [] }
         return try take(maxCount) ?? []
     }
 

@@ -1,6 +1,6 @@
 // A fake set of GPIO lines: outputs record every level driven, inputs emit edges on demand.
-import Dispatch
 public import PiHardware
+import GNSSHat  // EdgeQueue, dispatchDeadline
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `GPIOLines`: hands out `FakeOutputLine`s and `FakeEdgeSource`s by address,
@@ -149,20 +149,9 @@ public final class FakeEdgeSource: EdgeEventSource {
     /// The edges this source reports; others passed to `emit` are dropped, like the kernel does.
     public let edges: GPIOEdges
 
-    private struct State {
-        var queue: [EdgeEvent] = []
-        var sequence: UInt64 = 0
-        var failure: (any Error & Sendable)?
-        var closed = false
-        var timedWaits = 0
-    }
-
-    private let state = Lock(State())
-    /// Counts queued edges and failures, for `nextEdge(timeout:)`.
-    private let signal = DispatchSemaphore(value: 0)
-    /// Woken with each edge and failure, for `nextEdge(until:)`; nil when no eventfd was to be
-    /// had (then that wait looks at the waker every 50 ms).
-    private let ready = try? Waker()
+    private let queue = EdgeQueue()
+    /// The last sequence number given.
+    private let sequence = Lock<UInt64>(0)
 
     public init(name: String = "fake edges", edges: GPIOEdges = .rising) {
         self.name = name
@@ -176,78 +165,36 @@ public final class FakeEdgeSource: EdgeEventSource {
         default: false
         }
         guard wanted else { return }
-        state.withLock { state in
-            state.sequence += 1
-            state.queue.append(EdgeEvent(kind: kind, timestamp: timestamp, clock: clock, sequence: state.sequence))
-            // Under the lock, so that a reader taking the edge finds the count it takes too.
-            signal.signal()
+        // Numbered and queued in one step, so that edges emitted from two threads are read in
+        // the order of their numbers.
+        sequence.withLock { last in
+            last += 1
+            queue.push(EdgeEvent(kind: kind, timestamp: timestamp, clock: clock, sequence: last))
         }
-        ready?.wake()
     }
 
     /// Makes the next `nextEdge` throw `error`.
     public func fail(with error: any Error & Sendable) {
-        state.withLock { state in
-            state.failure = error
-            signal.signal()
-        }
-        ready?.wake()
+        queue.fail(with: error)
     }
 
     /// Edges emitted but not read yet.
-    public var pendingCount: Int { state.withLock { $0.queue.count } }
+    public var pendingCount: Int { queue.pendingCount }
 
     /// How many times `nextEdge(timeout:)` was called: a reader that waits with a waker never
     /// needs it.
-    public var timedWaits: Int { state.withLock { $0.timedWaits } }
+    public var timedWaits: Int { queue.timedWaits }
+
+    /// How many `nextEdge(until:)` calls ended woken, with no edge.
+    public var wokenWaits: Int { queue.wokenWaits }
 
     public func nextEdge(timeout: Duration) throws -> EdgeEvent? {
-        state.withLock { $0.timedWaits += 1 }
-        // The semaphore counts emitted edges and failures, so a wait succeeds once per item.
-        guard signal.wait(timeout: fakeDeadline(after: timeout)) == .success else { return nil }
-        let (event, failure) = state.withLock { state -> (EdgeEvent?, (any Error & Sendable)?) in
-            if let failure = state.failure {
-                state.failure = nil
-                return (nil, failure)
-            }
-            return (state.queue.isEmpty ? nil : state.queue.removeFirst(), nil)
-        }
-        if let failure { throw failure }
-        return event
+        try queue.next(timeout: timeout)
     }
 
     /// Waits with no time-out for an edge or a failure, or until `waker` is woken (then returns
     /// nil).
     public func nextEdge(until waker: Waker) throws -> EdgeEvent? {
-        while true {
-            if let item = try take() { return item }
-            if let ready {
-                guard try ready.wait(until: waker) else { return nil }
-            } else {
-                if let edge = try nextEdge(timeout: .milliseconds(50)) { return edge }
-                if waker.takeWake() { return nil }
-            }
-        }
+        try queue.next(until: waker)
     }
-
-    /// The pending failure (thrown) or the first queued edge, with its count on the semaphore.
-    private func take() throws -> EdgeEvent? {
-        let (event, failure) = state.withLock { state -> (EdgeEvent?, (any Error & Sendable)?) in
-            if let failure = state.failure {
-                state.failure = nil
-                _ = signal.wait(timeout: .now())
-                return (nil, failure)
-            }
-            guard !state.queue.isEmpty else { return (nil, nil) }
-            _ = signal.wait(timeout: .now())
-            return (state.queue.removeFirst(), nil)
-        }
-        if let failure { throw failure }
-        return event
-    }
-}
-
-/// A Dispatch deadline `timeout` from now, capped at a day.
-func fakeDeadline(after timeout: Duration) -> DispatchTime {
-    .now() + .nanoseconds(Int(min(timeout.clampedNanoseconds, 86_400_000_000_000)))
 }

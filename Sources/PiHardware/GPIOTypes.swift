@@ -145,19 +145,27 @@ public protocol EdgeEventSource: AnyObject, Sendable {
 }
 
 extension EdgeEventSource {
-    /// How long each wait of the default ``nextEdge(until:)`` lasts: the most a woken reader of
-    /// a source that cannot wait on a descriptor takes to notice.
-    static var wakeCheckInterval: Duration { .milliseconds(50) }
-
     /// For sources that cannot wait on a descriptor beside the waker (`/dev/ppsN`, whose `poll`
-    /// is not usable; test doubles): waits in steps of ``wakeCheckInterval`` with
-    /// ``nextEdge(timeout:)`` and looks after each whether `waker` was woken (`poll` on it with a
-    /// zero time-out, which drains it).
+    /// is not usable): ``nextEdgeInSteps(until:_:)`` with ``nextEdge(timeout:)``.
     public func nextEdge(until waker: Waker) throws -> EdgeEvent? {
-        while true {
-            if let edge = try nextEdge(timeout: Self.wakeCheckInterval) { return edge }
-            if waker.takeWake() { return nil }
-        }
+        try nextEdgeInSteps(until: waker) { try nextEdge(timeout: $0) }
+    }
+}
+
+/// How long each wait of ``nextEdgeInSteps(until:_:)`` lasts: the most a woken reader of a
+/// source that cannot wait on a descriptor takes to notice.
+package let edgeWakeCheckInterval: Duration = .milliseconds(50)
+
+/// Waits for an edge in steps of ``edgeWakeCheckInterval`` with `timedWait` (a source's
+/// `nextEdge(timeout:)`) and looks after each whether `waker` was woken (`poll` on it with a zero
+/// time-out, which drains it): returns the first edge, or nil once woken. For sources with
+/// nothing to `poll` beside the waker: `/dev/ppsN`, and in-process sources that found no eventfd.
+package func nextEdgeInSteps(
+    until waker: Waker, _ timedWait: (Duration) throws -> EdgeEvent?
+) rethrows -> EdgeEvent? {
+    while true {
+        if let edge = try timedWait(edgeWakeCheckInterval) { return edge }
+        if waker.takeWake() { return nil }
     }
 }
 

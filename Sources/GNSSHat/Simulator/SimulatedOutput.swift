@@ -1,7 +1,6 @@
 // The simulated receiver's navigation output for one epoch, encoded by GNSSProtocol: u-blox NMEA
 // (GN talker, per-system GSV) with the UBX NAV messages configuration enabled, or MTK NMEA
 // (GP talker, PMTK314 rates).
-import Dispatch
 import GNSSProtocol
 public import PiHardware
 import Signals
@@ -145,19 +144,7 @@ enum SimulatedEpoch {
 /// An edge source fed by the simulator: the PPS line of a simulated hat.
 public final class SimulatedEdgeSource: EdgeEventSource {
     public let name: String
-
-    private struct State {
-        var queue: [EdgeEvent] = []
-        var timedWaits = 0
-        var wokenWaits = 0
-    }
-
-    private let state = Lock(State())
-    /// Counts the queued edges, for ``nextEdge(timeout:)``.
-    private let signal = DispatchSemaphore(value: 0)
-    /// Woken with each edge, for ``nextEdge(until:)`` to wait on beside the caller's waker; nil
-    /// when no eventfd was to be had (then that wait looks at the waker every 50 ms).
-    private let ready = try? Waker()
+    private let queue = EdgeQueue()
 
     public init(name: String) {
         self.name = name
@@ -165,54 +152,22 @@ public final class SimulatedEdgeSource: EdgeEventSource {
 
     /// Queues an edge for the reader.
     public func emit(_ edge: EdgeEvent) {
-        state.withLock { state in
-            state.queue.append(edge)
-            // Under the lock, so that a reader taking the edge finds the count it takes too.
-            signal.signal()
-        }
-        ready?.wake()
+        queue.push(edge)
     }
 
     /// How many times ``nextEdge(timeout:)`` was called (tests: a reader that can be woken
     /// never needs it).
-    var timedWaits: Int { state.withLock { $0.timedWaits } }
+    var timedWaits: Int { queue.timedWaits }
     /// How many ``nextEdge(until:)`` calls ended woken, with no edge.
-    var wokenWaits: Int { state.withLock { $0.wokenWaits } }
+    var wokenWaits: Int { queue.wokenWaits }
 
     public func nextEdge(timeout: Duration) throws -> EdgeEvent? {
-        state.withLock { $0.timedWaits += 1 }
-        guard signal.wait(timeout: dispatchDeadline(after: timeout)) == .success else { return nil }
-        return state.withLock { $0.queue.isEmpty ? nil : $0.queue.removeFirst() }
+        try queue.next(timeout: timeout)
     }
 
     /// Waits with no time-out for an edge, or until `waker` is woken (then returns nil): `poll`
     /// on an eventfd woken with each edge beside the waker's.
     public func nextEdge(until waker: Waker) throws -> EdgeEvent? {
-        while true {
-            if let edge = take() { return edge }
-            if let ready {
-                if try ready.wait(until: waker) { continue }
-            } else {
-                if let edge = try nextEdge(timeout: .milliseconds(50)) { return edge }
-                if !waker.takeWake() { continue }
-            }
-            state.withLock { $0.wokenWaits += 1 }
-            return nil
-        }
+        try queue.next(until: waker)
     }
-
-    /// The first queued edge, with its count on the semaphore.
-    private func take() -> EdgeEvent? {
-        state.withLock { state in
-            guard !state.queue.isEmpty else { return nil }
-            _ = signal.wait(timeout: .now())
-            return state.queue.removeFirst()
-        }
-    }
-}
-
-/// A Dispatch deadline `timeout` from now (a negative one is now), capped at a day: for the
-/// simulator's semaphore waits.
-func dispatchDeadline(after timeout: Duration) -> DispatchTime {
-    .now() + .nanoseconds(Int(min(timeout.clampedNanoseconds, 86_400_000_000_000)))
 }
