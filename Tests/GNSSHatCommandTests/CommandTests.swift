@@ -1,74 +1,7 @@
 // The subcommands through the built binary: output, exit statuses, and the simulator board.
 import Foundation
-import Glibc
 import Testing
 import TestSupport
-
-/// The built `gnss-hat` run as a child; its output is drained by one thread per pipe (Foundation's
-/// readabilityHandler never fires here), so a chatty child can never block on a full pipe.
-struct CommandRun {
-    var status: Int32
-    var out: String
-    var err: String
-
-    /// Runs to the end; `signalAfterFirstLine` sends SIGTERM once standard output has a line.
-    static func run(_ arguments: [String], terminateAfterFirstLine: Bool = false,
-                    environment: [String: String]? = nil, directory: URL? = nil) throws -> CommandRun {
-        let process = Process()
-        process.executableURL = try TestPaths.gnssHat()
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let errData = Drain(err.fileHandleForReading.fileDescriptor)
-        var outData = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let fd = out.fileHandleForReading.fileDescriptor
-        var signalled = false
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            outData.append(contentsOf: buffer[..<count])
-            if terminateAfterFirstLine && !signalled && outData.contains(0x0A) {
-                signalled = true
-                process.terminate()
-            }
-        }
-        process.waitUntilExit()
-        return CommandRun(status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
-                          err: String(decoding: errData.wait(), as: UTF8.self))
-    }
-}
-
-/// Reads a descriptor to its end on a thread of its own.
-final class Drain: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var data = Data()
-
-    init(_ fd: Int32) {
-        Thread.detachNewThread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                data.append(contentsOf: buffer[..<count])
-            }
-            done.signal()
-        }
-    }
-
-    func wait() -> Data {
-        done.wait()
-        return data
-    }
-}
 
 @Suite("gnss-hat subcommands")
 struct CommandTests {

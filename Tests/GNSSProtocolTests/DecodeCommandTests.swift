@@ -8,31 +8,10 @@ import TestSupport
 
 @Suite("gnss-hat decode")
 struct DecodeCommandTests {
-    static func run(_ arguments: [String], input: Data? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = try TestPaths.gnssHat()
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let inputPipe = Pipe()
-        if input != nil { process.standardInput = inputPipe }
-        try process.run()
-        if let input {
-            inputPipe.fileHandleForWriting.write(input)
-            try inputPipe.fileHandleForWriting.close()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
-    }
-
     @Test("writes gpsd TPV and SKY lines, the same from a file and from standard input")
     func jsonLines() throws {
         let capture = try TestPaths.corpus().appendingPathComponent("gpsd/ublox-8.log")
-        let fromFile = try Self.run(["decode", capture.path])
+        let fromFile = try CommandRun.run(["decode", capture.path])
         #expect(fromFile.status == 0)
         let lines = fromFile.out.split(separator: "\n")
         #expect(lines.count == 144)  // 72 epochs, a TPV and a SKY each
@@ -41,7 +20,7 @@ struct DecodeCommandTests {
             #expect(object["class"] as? String == "TPV" || object["class"] as? String == "SKY")
             #expect(!line.contains("null"))
         }
-        let fromStdin = try Self.run(["decode", "-"], input: try Data(contentsOf: capture))
+        let fromStdin = try CommandRun.run(["decode", "-"], input: try Data(contentsOf: capture))
         #expect(fromStdin.out == fromFile.out)
         // The library pipeline gives the same bytes (the command only adds file reading).
         var encoder = GPSDStreamEncoder()
@@ -54,7 +33,7 @@ struct DecodeCommandTests {
     @Test("--summary counts frames, errors and epochs")
     func summary() throws {
         let capture = try TestPaths.corpus().appendingPathComponent("gpsd/ublox-8.log")
-        let result = try Self.run(["decode", "--summary", capture.path])
+        let result = try CommandRun.run(["decode", "--summary", capture.path])
         #expect(result.status == 0)
         #expect(result.out.contains("frames: 1008 (NMEA 1008, UBX 0, RTCM3 0)"))
         #expect(result.out.contains("epochs: 72 fixes (3D 72, 2D 0, no fix 0), 72 sky views"))
@@ -64,11 +43,11 @@ struct DecodeCommandTests {
     @Test("usage errors go to standard error with exit status 2; a missing file is status 1")
     func errors() throws {
         for arguments in [["decode"], ["decode", "--bogus", "x"], ["decode", "a", "b"], ["nosuchcommand"]] {
-            let result = try Self.run(arguments)
+            let result = try CommandRun.run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.out.isEmpty && result.err.contains("usage"), "\(arguments)")
         }
-        let missing = try Self.run(["decode", "/nonexistent/capture.log"])
+        let missing = try CommandRun.run(["decode", "/nonexistent/capture.log"])
         #expect(missing.status == 1 && missing.err.contains("cannot open"))
     }
 }

@@ -15,16 +15,11 @@ struct DifferentialTests {
 
     @discardableResult
     static func runOracle(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = try TestPaths.oraclePython()
-        process.arguments = [TestPaths.oracles.appendingPathComponent("differential.py").path] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let run = try CommandRun.run(
+            executable: TestPaths.oraclePython(),
+            [TestPaths.oracles.appendingPathComponent("differential.py").path] + arguments
+        )
+        return (run.status, run.out + run.err)
     }
 
     static func temporaryFile(_ name: String) -> URL {
