@@ -46,6 +46,35 @@ struct SimulatedHatLinkTests {
         hat.receiver.shutdown()
     }
 
+    @Test("a pseudo-terminal hat disappearing during the host's open: not found, even where its number is reused")
+    func disappearDuringTerminalOpen() throws {
+        let hat = try SimulatedHat(board: try Rig.simulatorBoard(), clock: ManualClock(), connection: .pseudoTerminal,
+                                   timing: .driven)
+        let oldPath = hat.devicePath
+        // Closing the hat's terminal frees its number: the next terminal opened here (another
+        // test's hat, as it were) usually gets it.
+        let other = Lock<PseudoTerminal?>(nil)
+        hat.whenHostOpenAccepted { [weak hat] in
+            hat?.disappear()
+            other.withLock { $0 = try? PseudoTerminal(holdDeviceOpen: true) }
+        }
+        #expect {
+            try hat.hardware.openSerial(oldPath, hat.baud, false)
+        } throws: { error in
+            guard case SerialError.notFound = error else { return false }
+            return true
+        }
+        hat.whenHostOpenAccepted(nil)
+        #expect(!hat.isPresent)
+
+        try hat.reappear()
+        let port = try hat.hardware.openSerial(hat.devicePath, hat.baud, false)
+        port.close()
+        other.withLock { $0?.close() }
+        hat.receiver.shutdown()
+        hat.disappear()
+    }
+
     @Test("a receiver whose hat disappears while it opens the link fails with the device gone, and starts again")
     func receiverOpenRace() async throws {
         let rig = try Rig(connection: .inProcess)

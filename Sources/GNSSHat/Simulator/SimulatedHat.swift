@@ -127,7 +127,9 @@ public final class SimulatedHat: Sendable {
         try attachLink()
     }
 
-    /// Sets what runs once the host's open of the in-process link has been accepted (tests).
+    /// Sets what runs in the middle of the host's open (tests): on the in-process link once the
+    /// open has been accepted, on a pseudo-terminal once the device is open and before the open
+    /// is checked against the hat's terminal.
     func whenHostOpenAccepted(_ body: (@Sendable () -> Void)?) {
         hostOpenAccepted.withLock { $0 = body }
     }
@@ -193,11 +195,20 @@ public final class SimulatedHat: Sendable {
     private func openHostSide(speed: Int) throws -> any SerialLink {
         switch connection {
         case .pseudoTerminal:
-            let path = devicePath
-            guard state.withLock({ $0.present }), path != "simulator" else {
+            // The path is taken with the terminal it names, and the open is checked against that
+            // terminal after: a hat that disappeared meanwhile closed it, and its /dev/pts number
+            // may already name another terminal (another test's hat's), which this open must not
+            // hand out as this hat's.
+            guard let terminal = state.withLock({ $0.present ? $0.terminal : nil }) else {
                 throw SerialError.notFound(FailedCall(call: "open", device: "simulator", errno: .noSuchFileOrDirectory))
             }
-            let port = try SerialPort(path: path, speed: speed)
+            let port = try SerialPort(path: terminal.devicePath, speed: speed)
+            hostOpenAccepted.withLock { $0 }?()
+            guard state.withLock({ $0.present && $0.terminal === terminal }) else {
+                port.close()
+                throw SerialError.notFound(FailedCall(call: "open", device: terminal.devicePath,
+                                                      errno: .noSuchFileOrDirectory))
+            }
             return CountingLink(inner: port, traffic: traffic)
         case .inProcess:
             // The hat's presence is checked and the link attached under one lock, so that a hat
