@@ -520,12 +520,17 @@ public struct EpochAssembler: Sendable {
             participate(key: key, tag: .ubx(m.iTOW), emit) { a in a.hasSkyData = true }
             navSatSatellites.removeAll(keepingCapacity: true)
             for s in m.satellites {
-                guard let system = s.system else { continue }
+                // A satellite with no number gpsd could give it (GLONASS 255: slot unknown) is left
+                // out, as gpsd's SKY leaves out PRN 0.
+                guard let system = s.system, let prn = SatelliteNumbering.prn(system: system, svid: Int(s.svId))
+                else { continue }
+                // C/N0 is always measured here: 0 dBHz (no signal) is reported, as gpsd does, where
+                // a GSV's empty SNR field is unknown and left out.
                 var entry = SatelliteInView(
-                    system: system, svid: Int(s.svId), prn: SatelliteNumbering.prn(system: system, svid: Int(s.svId)),
+                    system: system, svid: Int(s.svId), prn: prn,
                     elevation: abs(Int(s.elev)) <= 90 ? Double(s.elev) : nil,
                     azimuth: (0...359).contains(Int(s.azim)) ? Double(s.azim) : nil,
-                    signalStrength: s.cno > 0 ? Double(s.cno) : nil, used: s.used)
+                    signalStrength: Double(s.cno), used: s.used)
                 entry.pseudorangeResidual = s.pseudorangeResidual
                 entry.quality = Int(s.qualityIndicator)
                 entry.health = Int(s.health)

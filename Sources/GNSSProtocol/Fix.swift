@@ -228,17 +228,27 @@ public struct SkyView: Hashable, Sendable {
 
 /// Maps satellite numbers between NMEA, u-blox and gpsd conventions.
 public enum SatelliteNumbering {
-    /// gpsd's PRN for a u-blox (gnssId, svId) pair.
-    public static func prn(system: GNSSSystem, svid: Int) -> Int {
-        switch system {
-        case .gps: return svid
-        case .sbas: return svid >= 120 ? svid : svid + 87
-        case .galileo: return 300 + svid
-        case .beidou: return 400 + svid
-        case .imes: return 172 + svid
-        case .qzss: return 192 + svid
-        case .glonass: return 64 + svid
-        case .navic: return 500 + svid
+    /// gpsd's PRN for a u-blox (gnssId, svId) pair: NMEA 4.0's extended numbers, as gpsd's
+    /// `ubx2_to_prn` makes them (SBAS 120–151 is 33–64, GLONASS 65 + slot, Galileo 301–336, BeiDou
+    /// 401–463, QZSS 193–202, IMES 173–182; NavIC, which gpsd leaves unnumbered, 501 on). nil for
+    /// an svId u-blox does not give the system, such as GLONASS 255 (tracked, slot not known yet).
+    public static func prn(system: GNSSSystem, svid: Int) -> Int? {
+        switch (system, svid) {
+        case (.gps, 1...32): svid
+        case (.sbas, 120...151): svid - 87
+        case (.sbas, 152...158): svid
+        case (.galileo, 1...36): 300 + svid
+        case (.galileo, 211...246): svid + 90
+        case (.beidou, 1...63): 400 + svid
+        case (.beidou, 159...163): svid + 242
+        case (.imes, 1...10): 172 + svid
+        case (.imes, 173...182): svid
+        case (.qzss, 1...10): 192 + svid
+        case (.qzss, 193...202): svid
+        case (.glonass, 1...32): 64 + svid
+        case (.glonass, 65...96): svid
+        case (.navic, 1...14): 500 + svid
+        default: nil
         }
     }
 

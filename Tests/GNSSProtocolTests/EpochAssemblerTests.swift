@@ -137,6 +137,41 @@ struct EpochAssemblerTests {
         #expect(abs(sky.dops.x! - 0.7) < 1e-12 && abs(sky.dops.y! - 0.6) < 1e-12)
     }
 
+    @Test("u-blox satellite numbers become gpsd's PRNs (SBAS 120 is 33); numbers u-blox does not give are none")
+    func ubloxPRNs() {
+        let cases: [(GNSSSystem, Int, Int?)] = [
+            (.gps, 1, 1), (.gps, 32, 32), (.gps, 33, nil), (.gps, 0, nil),
+            (.sbas, 120, 33), (.sbas, 136, 49), (.sbas, 151, 64), (.sbas, 152, 152), (.sbas, 158, 158),
+            (.sbas, 119, nil), (.sbas, 159, nil),
+            (.galileo, 1, 301), (.galileo, 36, 336), (.galileo, 211, 301), (.galileo, 246, 336), (.galileo, 37, nil),
+            (.beidou, 1, 401), (.beidou, 60, 460), (.beidou, 63, 463), (.beidou, 159, 401), (.beidou, 163, 405),
+            (.beidou, 64, nil),
+            (.imes, 1, 173), (.imes, 182, 182), (.imes, 11, nil),
+            (.qzss, 1, 193), (.qzss, 10, 202), (.qzss, 197, 197), (.qzss, 11, nil),
+            (.glonass, 1, 65), (.glonass, 32, 96), (.glonass, 65, 65), (.glonass, 96, 96), (.glonass, 255, nil),
+            (.navic, 1, 501), (.navic, 15, nil),
+        ]
+        for (system, svid, prn) in cases {
+            #expect(SatelliteNumbering.prn(system: system, svid: svid) == prn, "\(system) \(svid)")
+        }
+    }
+
+    @Test("NAV-SAT: SBAS by gpsd's PRN, a GLONASS satellite with no slot left out, C/N0 0 reported as 0")
+    func navSATNumbering() throws {
+        var assembler = EpochAssembler()
+        let sat = UBXNavSAT(iTOW: 2000, satellites: [
+            .init(gnssId: 1, svId: 123, cno: 0, elev: 32, azim: 161, flags: 0),
+            .init(gnssId: 6, svId: 255, cno: 20, elev: 10, azim: 10, flags: 0),
+            .init(gnssId: 0, svId: 5, cno: 41, elev: 19, azim: 85, flags: 0x08),
+        ])
+        let eoe = UBX.frame(.navEOE, payload: [0xD0, 0x07, 0, 0])
+        let sky = try #require(assemble(messages(sat.frame + eoe), into: &assembler).first?.sky)
+        let byPRN = Dictionary(uniqueKeysWithValues: sky.satellites.map { ($0.prn, $0) })
+        #expect(byPRN.keys.sorted() == [5, 36])
+        #expect(byPRN[36]?.svid == 123 && byPRN[36]?.system == .sbas && byPRN[36]?.signalStrength == 0)
+        #expect(byPRN[5]?.signalStrength == 41 && byPRN[5]?.used == true)
+    }
+
     @Test("GPS week times: a week too large for nanoseconds costs the time, not the process")
     func gpsWeekOutOfRange() throws {
         // Found by the fuzzer: NAV-TIMEGPS with week 0x7FFF trapped on Int64 overflow.
