@@ -1,8 +1,9 @@
 // Every capture in the shared corpus decodes without a crash, and its fixes agree with gpsd's own
-// output for the same bytes (the `.chk` files, made by gpsd's regression suite).
+// output for the same bytes (the `.chk` files, made by gpsd's regression suite), as do its SKY satellite lists.
 
 import Foundation
 import GNSSProtocol
+import GPSD  // GPSDStreamEncoder: our SKY as gpsd JSON
 import Testing
 import TestSupport
 
@@ -445,5 +446,84 @@ struct CorpusTests {
         }
         print(total)
         #expect(failures.isEmpty, "files disagreeing with gpsd: \(failures)")
+    }
+}
+
+/// Our SKY satellite lists against the ones gpsd wrote into the captures' `.chk` files (gpsd's
+/// current code; Debian's gpsd 3.22 differs from both, see the GPSD differential tests).
+enum SkyComparison {
+    /// Captures whose satellites are not compared, with the reason.
+    static let excused: [String: String] = [
+        "ublox-sirf1.log": "SiRF binary protocol, not decoded",
+        "navisys-gr701w.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
+        "ublox-8-time.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
+        "ublox-aek-4t.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
+        "ublox-lea-4t.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
+        "ublox-neo-m8t-s.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
+        "ublox-zed-f9p-nmea.log": multiSignal,
+        "ublox-f9p-hpnmea.log": multiSignal,
+        "quectelLC79D.log": multiSignal,
+        "unicore-um621.log": multiSignal,
+        "skytraq-PX1172RH_DS.log": multiSignal,
+    ]
+    static let multiSignal = "NMEA 4.11 GSV of several signals: gpsd lists a satellite once per signal (with sigid), "
+        + "this package once"
+
+    /// Each SKY's satellites (PRN, elevation, azimuth, used, signal strength), in order.
+    static func satelliteLists(_ lines: some Sequence<Substring>) -> [[String]] {
+        lines.compactMap { line -> [String]? in
+            guard line.hasPrefix("{\"class\":\"SKY\""),
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let satellites = object["satellites"] as? [[String: Any]]
+            else { return nil }
+            return satellites.map { satellite in
+                ["PRN", "el", "az", "used", "ss"].map { "\(satellite[$0] ?? "-")" }.joined(separator: ",")
+            }.sorted()
+        }
+    }
+
+    /// The length of the longest common subsequence: SKY objects in the same order on both sides,
+    /// whichever side emits extra ones (gpsd writes some cycles twice, or a partial one).
+    static func commonInOrder(_ a: [[String]], _ b: [[String]]) -> Int {
+        var previous = [Int](repeating: 0, count: b.count + 1)
+        for x in a {
+            var current = [Int](repeating: 0, count: b.count + 1)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = x == y ? previous[j] + 1 : max(previous[j + 1], current[j])
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+@Suite("Corpus SKY")
+struct CorpusSkyTests {
+    @Test("SKY satellite lists agree with gpsd's .chk output, in order, at most two SKY objects apart")
+    func satellitesAgreeWithGpsd() throws {
+        let directory = try TestPaths.corpus().appendingPathComponent("gpsd")
+        var compared = 0
+        for file in Corpus.files() {
+            let check = directory.appendingPathComponent(file + ".chk")
+            guard let expected = try? String(contentsOf: check, encoding: .utf8) else { continue }
+            let theirs = SkyComparison.satelliteLists(expected.split(whereSeparator: \.isNewline))
+            var encoder = GPSDStreamEncoder()
+            var output: [UInt8] = []
+            try captureBytes(directory.appendingPathComponent(file)).withUnsafeBytes { encoder.append($0, to: &output) }
+            encoder.finish(to: &output)
+            let ours = SkyComparison.satelliteLists(String(decoding: output, as: UTF8.self).split(whereSeparator: \.isNewline))
+            guard !theirs.isEmpty || !ours.isEmpty else { continue }
+            let common = SkyComparison.commonInOrder(theirs, ours)
+            let shorter = min(theirs.count, ours.count)
+            let agrees = shorter > 0 && common >= shorter - 2
+            print("corpus SKY \(file): gpsd \(theirs.count), ours \(ours.count), in common order \(common)")
+            if let reason = SkyComparison.excused[file] {
+                #expect(!agrees, "\(file) agrees now: take it off the excused list (\(reason))")
+            } else {
+                compared += 1
+                #expect(agrees, "\(file): \(common) of \(shorter) SKY satellite lists agree with gpsd's, in order")
+            }
+        }
+        #expect(compared >= 30, "only \(compared) captures compared")
     }
 }
