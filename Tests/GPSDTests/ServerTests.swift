@@ -295,7 +295,8 @@ struct ServerTests {
     @Test("10,000 connect/disconnect cycles leave no descriptor behind and the receiver off")
     func connectionCycles() async throws {
         let fake = FakeSource()
-        let server = try makeServer(fake.source())
+        let log = LogLines()
+        let server = try makeServer(fake.source(), log: log)
         let hub = try ClientHub()
         defer { hub.stop() }
         let address = server.addresses[0]
@@ -323,7 +324,7 @@ struct ServerTests {
             await Task.yield()
             statistics = server.statistics
         }
-        #expect(statistics.accepted == 10_002)
+        #expect(statistics.accepted == 10_002, "\(statistics); the service's log: \(log.all.suffix(20))")
         #expect(statistics.clients == 0 && statistics.watchers == 0)
         await fake.power.waitUntil(on: false)
         // Only the listener is left.
