@@ -1,6 +1,6 @@
 // A fake set of GPIO lines: outputs record every level driven, inputs emit edges on demand.
 public import PiHardware
-import GNSSHat  // EdgeQueue, dispatchDeadline
+import GNSSHat  // EdgeQueue
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `GPIOLines`: hands out `FakeOutputLine`s and `FakeEdgeSource`s by address,

@@ -41,7 +41,7 @@ package final class EdgeQueue: Sendable {
         ready?.wake()
     }
 
-    /// Makes the next wait throw `error` (a second failure before it replaces the first).
+    /// Makes the next wait throw `error`; a second failure before that wait replaces the first.
     package func fail(with error: any Error & Sendable) {
         state.withLock { state in
             if state.failure == nil { signal.signal() }
