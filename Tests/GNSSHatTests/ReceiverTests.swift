@@ -121,6 +121,28 @@ struct ReceiverEndToEndTests {
         await rig.shutdown()
     }
 
+    @Test("a fix subscriber inside the board's minimum off time: the restart waits for the clock, and the driver moves it")
+    func minimumOffTime() async throws {
+        var board = try Rig.simulatorBoard()
+        board.power.linger = .zero
+        board.power.minimumOffTime = .seconds(3)
+        let rig = try Rig(board: board)
+        let first = rig.receiver.fixes.subscribe()
+        _ = try await rig.firstPosition(first)
+        first.cancel()
+        try await rig.runUntil { $0 == .off }
+        let off = rig.clock.now
+        // The derived fixes signal starts and waits for the receiver, which waits for the clock:
+        // the driver must see a wait for time here, not work in progress (it used to spin).
+        let (fix, second) = try await rig.freshPosition()
+        #expect(fix.hasPosition)
+        #expect(rig.receiver.statistics.powerOns == 2)
+        #expect(rig.powerLine?.levels == [false, true, false, true])
+        #expect(off.duration(to: rig.clock.now) >= .seconds(3))
+        second.cancel()
+        await rig.shutdown()
+    }
+
     @Test("a late subscriber gets the latest fix at once, with its age")
     func lateSubscriber() async throws {
         let rig = try Rig()
