@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(
             name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]
         ),
-        .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting"]),
+        .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting", "Signals"]),
         .testTarget(
             name: "GNSSHatTests",
             dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware", "TestSupport"]

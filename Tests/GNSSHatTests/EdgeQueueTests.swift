@@ -1,6 +1,6 @@
 @testable import GNSSHat
 import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 private struct Broken: Error, Equatable {}
@@ -14,7 +14,7 @@ private func edge(_ sequence: UInt64) -> EdgeEvent {
 private func onThread(
     _ body: @escaping @Sendable () throws -> EdgeEvent?, meanwhile: () -> Void
 ) throws -> EdgeEvent? {
-    let result = Mutex<Result<EdgeEvent?, any Error>?>(nil)
+    let result = Lock<Result<EdgeEvent?, any Error>?>(nil)
     let thread = try LoopThread(name: "test-edges") {
         let outcome = Result { try body() }
         result.withLock { $0 = outcome }

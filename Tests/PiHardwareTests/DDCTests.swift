@@ -1,6 +1,6 @@
 import GNSSHatTesting
 @testable import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 /// A NMEA sentence and a UBX frame, the kind of stream a u-blox sends.
@@ -167,7 +167,7 @@ struct UBloxDDCTests {
 struct DDCLinkTests {
     /// Counts pauses instead of sleeping.
     final class Pauses: Sendable {
-        let durations = Mutex<[Duration]>([])
+        let durations = Lock<[Duration]>([])
         var all: [Duration] { durations.withLock { $0 } }
         func pause(_ duration: Duration) { durations.withLock { $0.append(duration) } }
     }

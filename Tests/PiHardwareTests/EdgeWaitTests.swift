@@ -1,6 +1,6 @@
 import Glibc
 @testable import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 /// What `DescriptorIO.waitForInput` saw, as text a test can compare.
@@ -19,7 +19,7 @@ private func readiness(_ fd: CInt, timeout: Duration?, wake: Waker?) -> String {
 private func onThread<T: Sendable>(
     _ body: @escaping @Sendable () throws -> T, meanwhile: () throws -> Void
 ) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
+    let result = Lock<Result<T, any Error>?>(nil)
     let thread = try LoopThread(name: "test-waiter") {
         let outcome = Result { try body() }
         result.withLock { $0 = outcome }
@@ -110,11 +110,11 @@ private final class ScriptedEdges: EdgeEventSource {
 
     let name = "scripted"
     let waker: Waker
-    private let state: Mutex<(steps: [Step], timeouts: [Duration])>
+    private let state: Lock<(steps: [Step], timeouts: [Duration])>
 
     init(_ steps: [Step], waker: Waker) {
         self.waker = waker
-        state = Mutex((steps, []))
+        state = Lock((steps, []))
     }
 
     var timeouts: [Duration] { state.withLock { $0.timeouts } }

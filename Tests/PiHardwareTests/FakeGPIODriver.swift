@@ -1,5 +1,5 @@
 @testable import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// A fake libgpiod behind `GPIODriver`: chips with labels and named lines, lines that remember
 /// their settings and values, edge events a test queues. Its calls go through the seam's
@@ -30,7 +30,7 @@ final class FakeGPIODriver: GPIODriver {
         var openHandles = 0
     }
 
-    let state = Mutex(State())
+    let state = Lock(State())
     let supportsRealtimeClock: Bool
     var libraryVersion: String { "fake" }
 

@@ -1,6 +1,6 @@
 import GNSSHatTesting
 import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 @Suite("GNSSHatTesting fakes behave like the hardware they stand in for")
@@ -66,7 +66,7 @@ struct FakesTests {
         #expect(try source.nextEdge(timeout: .zero) == nil)
         waker.wake()
         #expect(try source.nextEdge(until: waker) == nil)
-        let woken = Mutex<Result<EdgeEvent?, any Error>?>(nil)
+        let woken = Lock<Result<EdgeEvent?, any Error>?>(nil)
         let thread = try LoopThread(name: "test-pps") {
             let outcome = Result { try source.nextEdge(until: waker) }
             woken.withLock { $0 = outcome }

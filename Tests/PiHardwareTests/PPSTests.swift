@@ -1,7 +1,7 @@
 import CLinuxShims
 import Glibc
 @testable import PiHardware
-import Synchronization
+import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 /// A LinuxPPS source behind the seam: `open` of its path hands out a /dev/null descriptor and
@@ -18,12 +18,12 @@ final class FakePPSSource: Sendable {
     }
 
     let path = "/dev/pps0"
-    let state: Mutex<State>
+    let state: Lock<State>
 
     init(_ configure: (inout State) -> Void = { _ in }) {
         var state = State()
         configure(&state)
-        self.state = Mutex(state)
+        self.state = Lock(state)
     }
 
     /// Edges that have happened before anyone opened the device.
