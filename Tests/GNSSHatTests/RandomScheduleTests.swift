@@ -102,10 +102,19 @@ struct Schedule {
             hat.receiver.inject(.garbage(Int.random(in: 1...3000, using: &random)))
             hat.receiver.inject(.corruptFrames(Int.random(in: 0...5, using: &random)))
         default:
-            // Only while off, so that the failing set is a power-on (a power-off that cannot
-            // drive the line could not switch anything off).
-            let state = rig.receiver.powerState
-            if tokens.isEmpty && streams.isEmpty && (state == .off || state == .failed), let line = rig.powerLine {
+            // Only while off with nothing on its way to a start, so that the failing set is a
+            // power-on (a power-off that cannot drive the line could not switch anything off).
+            // A derived signal whose last subscriber left while it started still starts the
+            // receiver (then stops it): with the receiver's state alone, the power-on could
+            // begin between the check and the arming, and the fault hit its power-off (seed 246
+            // under ThreadSanitizer: the line stayed on).
+            let receiver = rig.receiver
+            let state = receiver.powerState
+            let derivedAtRest = [receiver.fixes.state, receiver.sky.state, receiver.pps.state, receiver.messages.state]
+                .allSatisfy { $0 == .idle || $0 == .failed }
+            if tokens.isEmpty && streams.isEmpty && derivedAtRest && (state == .off || state == .failed),
+                let line = rig.powerLine
+            {
                 log.append("fail the next set of the enable line")
                 let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
                 line.failNextSet(with: .failed(call))
@@ -130,7 +139,9 @@ struct Schedule {
         } catch {
             Issue.record(Comment(rawValue: "still \(receiver.powerState) after the linger: \(context.rawValue)"))
         }
-        #expect(!rig.powerIsOn, context)
+        #expect(!rig.powerIsOn, Comment(rawValue: context.rawValue + "; enable line levels \(rig.powerLine?.levels ?? []); "
+            + "power \(receiver.powerState); last failure: \(receiver.statistics.lastFailure ?? "none"); "
+            + "power-ons \(receiver.statistics.powerOns); signal \(receiver.events.statistics)"))
         #expect(!rig.hat.receiver.mode.isNavigating, context)
         #expect(rig.receiver.events.subscriberCount == 0, context)
     }
