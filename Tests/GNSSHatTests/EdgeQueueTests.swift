@@ -1,27 +1,12 @@
 @testable import GNSSHat
+import GNSSHatTesting  // onThread
 import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 private struct Broken: Error, Equatable {}
 
 private func edge(_ sequence: UInt64) -> EdgeEvent {
     EdgeEvent(kind: .rising, timestamp: .seconds(Int64(sequence)), clock: .monotonic, sequence: sequence)
-}
-
-/// Runs `body` on a thread of its own, runs `meanwhile` here (the thread may be waiting or not
-/// started yet: both must work) and returns what `body` returned.
-private func onThread(
-    _ body: @escaping @Sendable () throws -> EdgeEvent?, meanwhile: () -> Void
-) throws -> EdgeEvent? {
-    let result = Lock<Result<EdgeEvent?, any Error>?>(nil)
-    let thread = try LoopThread(name: "test-edges") {
-        let outcome = Result { try body() }
-        result.withLock { $0 = outcome }
-    }
-    meanwhile()
-    thread.join()
-    return try #require(result.withLock { $0 }).get()
 }
 
 /// The queue behind the simulator's PPS line and `FakeEdgeSource`, with its eventfd and in the

@@ -1,4 +1,5 @@
 import Glibc
+import GNSSHatTesting  // onThread
 @testable import PiHardware
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
@@ -12,21 +13,6 @@ private func readiness(_ fd: CInt, timeout: Duration?, wake: Waker?) -> String {
     case .hungUp: "hungUp"
     case .failed(let failure): "failed \(failure)"
     }
-}
-
-/// Runs `body` on a thread of its own and returns what it returned, once `meanwhile` has run on
-/// this thread (so `body` may be waiting, or not started yet: both must work).
-private func onThread<T: Sendable>(
-    _ body: @escaping @Sendable () throws -> T, meanwhile: () throws -> Void
-) throws -> T {
-    let result = Lock<Result<T, any Error>?>(nil)
-    let thread = try LoopThread(name: "test-waiter") {
-        let outcome = Result { try body() }
-        result.withLock { $0 = outcome }
-    }
-    try meanwhile()
-    thread.join()
-    return try #require(result.withLock { $0 }).get()
 }
 
 @Suite("Waiting for input beside a waker: one poll, pollfds on the stack", .timeLimit(.minutes(1)))

@@ -1,6 +1,5 @@
 import GNSSHatTesting
 import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 @Suite("GNSSHatTesting fakes behave like the hardware they stand in for")
@@ -66,14 +65,8 @@ struct FakesTests {
         #expect(try source.nextEdge(timeout: .zero) == nil)
         waker.wake()
         #expect(try source.nextEdge(until: waker) == nil)
-        let woken = Lock<Result<EdgeEvent?, any Error>?>(nil)
-        let thread = try LoopThread(name: "test-pps") {
-            let outcome = Result { try source.nextEdge(until: waker) }
-            woken.withLock { $0 = outcome }
-        }
-        fake.emit(.rising, at: .seconds(3))
-        thread.join()
-        #expect(try woken.withLock { $0 }?.get()?.sequence == 3)
+        let woken = try onThread({ try source.nextEdge(until: waker) }, meanwhile: { fake.emit(.rising, at: .seconds(3)) })
+        #expect(woken?.sequence == 3)
         fake.fail(with: GPIOError.released(device: "x"))
         #expect(throws: GPIOError.released(device: "x")) { try source.nextEdge(until: waker) }
         #expect(fake.pendingCount == 0)
