@@ -10,6 +10,9 @@ public protocol SerialLink: ByteLink {
     func discardInput() throws
     /// Waits for bytes with no timeout, or until `waker` is woken (then returns none).
     func read(maxCount: Int, until waker: Waker) throws -> [UInt8]
+    /// The host will read no more from this link (a power-off follows, then `close()`). A link
+    /// that accounts for bytes in flight (the simulator's) stops expecting them to be read.
+    func endReading()
 }
 
 extension SerialLink {
@@ -18,6 +21,9 @@ extension SerialLink {
     public func read(maxCount: Int, until waker: Waker) throws -> [UInt8] {
         try read(maxCount: maxCount, timeout: .milliseconds(50))
     }
+
+    /// Nothing to do for a link that counts nothing: the kernel keeps what arrives.
+    public func endReading() {}
 }
 
 extension SerialPort: SerialLink {}

@@ -81,6 +81,7 @@ final class UARTTransport: Transport {
 
     func stopReading() async {
         await loop.stop { wake?.wake() }
+        link.endReading()
     }
 
     func close() async {

@@ -388,6 +388,14 @@ final class CountingLink: SerialLink {
         pending.withLock { $0 = 0 }
         traffic.hostClosed()
     }
+
+    /// What the receiver sends from now on is never read (a receiver whose power-off has not
+    /// taken yet still talks), so it is not in flight: as if the host had closed the port.
+    func endReading() {
+        inner.endReading()
+        pending.withLock { $0 = 0 }
+        traffic.hostClosed()
+    }
 }
 
 /// The host side of the in-process link: reads what the receiver sent, writes straight into
