@@ -407,9 +407,11 @@ final class HardwareSession: Sendable {
         await transport?.stopReading()
         let runner = PowerStrategyRunner(session: self, transport: transport)
         var failures: [String] = []
+        var supplyCut = false
         for strategy in board.power.strategies.reversed() {
             do {
                 try await runner.powerOff(strategy)
+                if strategy == .gpioEnable { supplyCut = true }
             } catch {
                 failures.append("\(strategy): \(error)")
             }
@@ -424,9 +426,12 @@ final class HardwareSession: Sendable {
                 state.statistics.timePowered += now - since
                 state.poweredSince = nil
             }
-            if !failures.isEmpty {
-                state.statistics.lastFailure = "power-off: " + failures.joined(separator: "; ")
-            }
+            // A failed software action (a backup command to a receiver that went away) leaves
+            // nothing powered once an enable line has cut the supply.
+            let failure = failures.isEmpty ? nil : "power-off: " + failures.joined(separator: "; ")
+            if let failure { state.statistics.lastFailure = failure }
+            state.statistics.powerOffFailure = supplyCut ? nil : failure
+            if !supplyCut && failure != nil { state.statistics.failedPowerOffs += 1 }
             let framer = state.decoder.framer.statistics
             state.framer.bytesReceived += framer.bytesReceived
             state.framer.nmeaFrames += framer.nmeaFrames

@@ -51,12 +51,18 @@ struct PowerStrategyRunner {
         }
     }
 
+    /// How many times a power-off drives an output line before it gives up, and the pause
+    /// between tries: a line left on is the one failure a power-off must not shrug off, and a
+    /// set can fail once and succeed next time (an I/O error on a GPIO expander's bus, say).
+    static let lineOffAttempts = 3
+    static let lineOffRetryPause: Duration = .milliseconds(100)
+
     func powerOff(_ strategy: Board.PowerStrategy) async throws {
         switch strategy {
         case .gpioEnable:
-            try lines.set(.enable, asserted: false)
+            try await switchOff(.enable, asserted: false)
         case .standbyLine:
-            try lines.set(.standby, asserted: true)
+            try await switchOff(.standby, asserted: true)
         case .forceOnPulse:
             return
         case .ubloxBackup:
@@ -73,4 +79,34 @@ struct PowerStrategyRunner {
             try await session.send(PMTK.standby, through: transport)
         }
     }
+
+    /// Drives a line to its off level, trying again after a pause when the set fails and the
+    /// line is still held (`PowerLines.set` drops a line that has gone away: nothing is left to
+    /// drive). Throws the last failure after `lineOffAttempts` tries.
+    private func switchOff(_ role: LineRole, asserted: Bool) async throws {
+        var attempt = 1
+        while true {
+            do {
+                try lines.set(role, asserted: asserted)
+                return
+            } catch {
+                guard attempt < Self.lineOffAttempts, lines.holds(role) else {
+                    if attempt == 1 { throw error }
+                    throw RetriedFailure(attempts: attempt, last: error)
+                }
+                attempt += 1
+                // A cancelled stop still tries every attempt, without the pause.
+                try? await session.sleep(for: Self.lineOffRetryPause)
+            }
+        }
+    }
+}
+
+/// The last failure of an action tried several times; only ever shown as text (a power-off's
+/// failures are recorded in the statistics, not thrown to anyone).
+struct RetriedFailure: Error, CustomStringConvertible {
+    let attempts: Int
+    let last: ReceiverError
+
+    var description: String { "\(last) (tried \(attempts) times)" }
 }

@@ -146,15 +146,17 @@ public final class Receiver: Sendable {
     /// Whether the receiver is working right now rather than waiting: a power-on or power-off
     /// sequence that is not waiting for time or for the receiver to answer, or a derived signal
     /// still on its way to (or from) the shared session. A derived signal that waits for a
-    /// session which itself waits for time (the board's minimum off time) is waiting, not
-    /// working. A driver of a manual clock waits for this to clear before it moves time on.
+    /// session which itself waits for time (the board's minimum off time, a power-off's pause
+    /// before it drives a line again) is waiting, not working. A driver of a manual clock waits
+    /// for this to clear before it moves time on.
     public var isBusy: Bool {
         let base = events.state
-        if (base == .starting || base == .stopping) && !session.isWaiting { return true }
+        let sessionWaits = session.isWaiting
+        if (base == .starting || base == .stopping) && !sessionWaits { return true }
         let baseUp = base == .starting || base == .running || base == .lingering
         // Not `.failed`: a derived signal starting next to a failed session has not subscribed
         // it yet (its start hook is on its way), and a retry's back-off is not told apart.
-        let baseWaitsForTime = base == .waitingToStart
+        let baseWaitsForTime = base == .waitingToStart || (base == .stopping && sessionWaits)
         for state in [fixes.state, sky.state, pps.state, messages.state] {
             if state == .stopping || (state == .starting && !baseUp && !baseWaitsForTime) { return true }
         }

@@ -71,6 +71,13 @@ public struct ReceiverStatistics: Sendable, Hashable {
     public var failedPowerOns = 0
     /// Sessions that failed while running (a vanished device, a read error).
     public var sessionFailures = 0
+    /// Power-off sequences that may have left the receiver powered: an action failed (after its
+    /// retries) and no enable line cut the supply.
+    public var failedPowerOffs = 0
+    /// Why the most recent power-off sequence may have left the receiver powered, or nil when it
+    /// did not: while this is set the receiver may still draw power (the next power-off tries
+    /// again). Every failed action, even one that did not matter, is in `lastFailure`.
+    public var powerOffFailure: String?
     /// Total time from the start of each power-on to the end of its power-off, including the
     /// current session.
     public var timePowered: Duration = .zero

@@ -89,6 +89,7 @@ public final class FakeOutputLine: OutputLine {
     private struct State {
         var levels: [Bool]
         var failure: GPIOError?
+        var failuresLeft = 0
         var released = false
     }
 
@@ -111,7 +112,15 @@ public final class FakeOutputLine: OutputLine {
 
     /// Makes the next `setActive` fail with `error`.
     public func failNextSet(with error: GPIOError) {
-        state.withLock { $0.failure = error }
+        failNextSets(1, with: error)
+    }
+
+    /// Makes the next `count` calls of `setActive` fail with `error`.
+    public func failNextSets(_ count: Int, with error: GPIOError) {
+        state.withLock { state in
+            state.failure = error
+            state.failuresLeft = count
+        }
     }
 
     /// Marks the line released; later calls throw `GPIOError.released`.
@@ -124,8 +133,8 @@ public final class FakeOutputLine: OutputLine {
     public func setActive(_ active: Bool) throws(GPIOError) {
         try state.withLock { state throws(GPIOError) in
             if state.released { throw .released(device: name) }
-            if let failure = state.failure {
-                state.failure = nil
+            if let failure = state.failure, state.failuresLeft > 0 {
+                state.failuresLeft -= 1
                 throw failure
             }
             state.levels.append(active)

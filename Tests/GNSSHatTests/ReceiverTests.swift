@@ -1,5 +1,5 @@
 import Foundation
-import GNSSHat
+@testable import GNSSHat  // PowerStrategyRunner.lineOffAttempts
 import GNSSHatTesting
 import GNSSProtocol
 import PiHardware
@@ -406,6 +406,89 @@ struct ReceiverConfigurationTests {
         #expect(rig.powerIsOn)
         let enable = rig.board.gpio.address(try #require(rig.board.gpio.enable))
         #expect(rig.gpio.requests.filter { $0 == enable }.count == 2)
+        await rig.shutdown()
+    }
+
+    @Test("a power-off whose line set fails once tries again: the supply ends off, nothing is reported")
+    func powerOffRetry() async throws {
+        let rig = try Rig(connection: .inProcess)
+        let first = rig.receiver.fixes.subscribe()
+        _ = try await rig.firstPosition(first)
+        let line = try #require(rig.powerLine)
+        let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
+        line.failNextSet(with: .failed(call))
+        first.cancel()
+        try await rig.runUntil { $0 == .off }
+        #expect(!rig.powerIsOn)
+        #expect(line.levels == [false, true, false], "one power-on, one power-off that got through")
+        #expect(rig.receiver.statistics.failedPowerOffs == 0)
+        #expect(rig.receiver.statistics.powerOffFailure == nil)
+        await rig.shutdown()
+    }
+
+    @Test("a subscriber arriving while a power-off pauses before its retry waits for it: time moves on, it powers on")
+    func subscriberDuringPowerOffRetry() async throws {
+        let rig = try Rig(connection: .inProcess)
+        let first = rig.receiver.fixes.subscribe()
+        _ = try await rig.firstPosition(first)
+        let line = try #require(rig.powerLine)
+        let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
+        line.failNextSet(with: .failed(call))
+        first.cancel()
+        try await rig.runUntil { $0 == .poweringOff }
+        // The power-off's set has failed (or is about to) and it pauses on the manual clock; a
+        // derived signal starting now must count as waiting, or the driver never moves time.
+        let (_, second) = try await rig.freshPosition()
+        #expect(rig.powerIsOn)
+        #expect(line.levels == [false, true, false, true], "on, off on the retry, on again")
+        second.cancel()
+        try await rig.runUntil { $0 == .off }
+        #expect(!rig.powerIsOn)
+        await rig.shutdown()
+    }
+
+    @Test("a power-off whose line keeps failing says so, and the next power-off switches the supply off")
+    func powerOffFailure() async throws {
+        let rig = try Rig(connection: .inProcess)
+        let first = rig.receiver.fixes.subscribe()
+        _ = try await rig.firstPosition(first)
+        let line = try #require(rig.powerLine)
+        let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
+        line.failNextSets(PowerStrategyRunner.lineOffAttempts, with: .failed(call))
+        first.cancel()
+        try await rig.runUntil { $0 == .off }
+        #expect(rig.powerIsOn, "every try failed: the line is still on, and the statistics must say so")
+        let statistics = rig.receiver.statistics
+        #expect(statistics.failedPowerOffs == 1)
+        let failure = try #require(statistics.powerOffFailure)
+        #expect(failure.hasPrefix("power-off: gpio-enable: the enable line"), "\(failure)")
+        #expect(failure.hasSuffix("(tried \(PowerStrategyRunner.lineOffAttempts) times)"), "\(failure)")
+        #expect(statistics.lastFailure == failure)
+
+        let (_, second) = try await rig.freshPosition()
+        second.cancel()
+        try await rig.runUntil { $0 == .off }
+        #expect(!rig.powerIsOn)
+        #expect(rig.receiver.statistics.failedPowerOffs == 1)
+        #expect(rig.receiver.statistics.powerOffFailure == nil)
+        await rig.shutdown()
+    }
+
+    @Test("a backup command that cannot be sent is recorded, but the enable line cut the supply: power-off done")
+    func softwareActionFailsAfterSupplyCut() async throws {
+        var board = try Rig.simulatorBoard()
+        board.power.strategies = [.gpioEnable, .ubloxBackup]
+        let rig = try Rig(board: board, connection: .inProcess)
+        let first = rig.receiver.fixes.subscribe()
+        _ = try await rig.firstPosition(first)
+        rig.hat.disappear()
+        _ = try await rig.driver.run { await firstError(first) }
+        try await rig.runUntil { $0 == .failed || $0 == .off }
+        #expect(!rig.powerIsOn)
+        let statistics = rig.receiver.statistics
+        #expect(statistics.lastFailure?.contains("power-off: ublox-backup:") == true, "\(statistics)")
+        #expect(statistics.powerOffFailure == nil)
+        #expect(statistics.failedPowerOffs == 0)
         await rig.shutdown()
     }
 }
