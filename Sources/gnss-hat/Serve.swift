@@ -25,7 +25,7 @@ enum ServeCommand: Subcommand {
         details: """
             Speaks gpsd's JSON protocol (gpspipe, cgps, python3-gps, chrony, ...) for one board. --linger defaults
             to 5 s here; --verbose logs clients, power and errors to standard error. Runs until SIGTERM or SIGINT
-            (exit status 0).
+            (exit status 0; 4 if the receiver could not be switched off).
             example: gnss-hat serve --board uputronics-gps-rtc --listen 0.0.0.0:2947
             """
     )
@@ -94,6 +94,11 @@ enum ServeCommand: Subcommand {
             throw CommandFailure(.failure, "\(error)")
         }
         await server.waitUntilStopped()
+        // The last power-off may have failed (an output line that could not be driven even after
+        // its retries): then the receiver may still draw power, and the exit status says so.
+        if let failure = receiver.statistics.powerOffFailure {
+            throw CommandFailure(.hardwareUnavailable, "stopped, but the receiver may still be on: \(failure)")
+        }
         standardError("gnss-hat serve: stopped; receiver off")
     }
 
