@@ -278,6 +278,9 @@ public struct UBXNavSVINFO: Hashable, Sendable {
         public var qualityIndicator: UInt8 { quality & 0x0F }
         /// Pseudorange residual, metres.
         public var pseudorangeResidual: Double { Double(prRes) / 100 }
+        /// The satellite's system, its number within the system and gpsd's PRN; `nil` for a number u-blox's
+        /// scheme does not give (0, 255: GLONASS slot unknown).
+        public var satellite: (system: GNSSSystem, svid: Int, prn: Int)? { SatelliteNumbering.fromUBX(Int(svid)) }
     }
 
     public var iTOW: UInt32

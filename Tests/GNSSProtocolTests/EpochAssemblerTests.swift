@@ -156,6 +156,36 @@ struct EpochAssemblerTests {
         }
     }
 
+    /// u-blox's single numbers (NAV-SVINFO) at every edge of gpsd's `ubx_to_prn` ranges: (number, system,
+    /// svid, gpsd PRN), nil where gpsd returns 0.
+    static let singleNumbers: [(Int, GNSSSystem?, Int, Int)] = [
+        (0, nil, 0, 0), (1, .gps, 1, 1), (32, .gps, 32, 32),
+        (33, .beidou, 6, 406), (64, .beidou, 37, 437),
+        (65, .glonass, 1, 65), (96, .glonass, 32, 96),
+        (97, nil, 0, 0), (119, nil, 0, 0),
+        (120, .sbas, 120, 33), (133, .sbas, 133, 46), (151, .sbas, 151, 64), (152, .sbas, 152, 152),
+        (158, .sbas, 158, 158),
+        (159, .beidou, 1, 401), (163, .beidou, 5, 405),
+        (164, nil, 0, 0), (172, nil, 0, 0),
+        (173, .imes, 1, 173), (182, .imes, 10, 182),
+        (183, nil, 0, 0), (192, nil, 0, 0),
+        (193, .qzss, 1, 193), (194, .qzss, 2, 194), (199, .qzss, 7, 199),
+        (200, nil, 0, 0), (202, nil, 0, 0), (210, nil, 0, 0),
+        (211, .galileo, 1, 301), (246, .galileo, 36, 336),
+        (247, nil, 0, 0), (254, nil, 0, 0), (255, nil, 0, 0), (-1, nil, 0, 0), (300, nil, 0, 0),
+    ]
+
+    @Test("u-blox single satellite numbers (NAV-SVINFO) become system, svid and gpsd PRN", arguments: singleNumbers)
+    func ubloxSingleNumbers(number: Int, system: GNSSSystem?, svid: Int, prn: Int) {
+        let mapped = SatelliteNumbering.fromUBX(number)
+        #expect(mapped?.system == system, "\(number)")
+        if let mapped {
+            #expect(mapped.svid == svid && mapped.prn == prn, "\(number): \(mapped)")
+            // The same satellite named the NAV-SAT way gets the same PRN.
+            #expect(SatelliteNumbering.prn(system: mapped.system, svid: mapped.svid) == prn)
+        }
+    }
+
     @Test("NAV-SAT: SBAS by gpsd's PRN, a GLONASS satellite with no slot left out, C/N0 0 reported as 0")
     func navSATNumbering() throws {
         var assembler = EpochAssembler()

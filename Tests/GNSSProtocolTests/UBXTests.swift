@@ -127,6 +127,8 @@ struct UBXTests {
         #expect(sbas.svid == 133 && sbas.unhealthy && !sbas.used && sbas.qualityIndicator == 1 && sbas.azim == 197)
         let qzss = m.channels[2]
         #expect(qzss.svid == 194 && qzss.elev == -91 && qzss.unhealthy && !qzss.orbitAvailable)
+        #expect(m.channels.map { $0.satellite?.prn } == [8, 46, 194])
+        #expect(m.channels.map { $0.satellite?.system } == [.gps, .sbas, .qzss])
         #expect(message.messageID == .navSVINFO && message.messageID.description == "NAV-SVINFO")
         #expect(m.frame == Self.svinfoFrame)
         // qualityInd is the low nibble; the high one is reserved.
