@@ -187,7 +187,7 @@ public struct SatelliteInView: Hashable, Sendable {
     public var used: Bool
     /// Signal id (u-blox numbering), when the receiver says.
     public var signalID: Int?
-    /// Pseudorange residual, metres; quality indicator and health (u-blox NAV-SAT).
+    /// Pseudorange residual, metres; quality indicator and health (u-blox NAV-SAT, NAV-SVINFO).
     public var pseudorangeResidual: Double?
     public var quality: Int?
     public var health: Int?
