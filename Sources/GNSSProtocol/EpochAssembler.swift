@@ -85,6 +85,8 @@ public struct EpochAssembler: Sendable {
     private var usedSatellites: [UInt32] = []
     private var navSatSatellites: [SatelliteInView] = []
     private var navSatEpoch = -1_000
+    private var svInfoSatellites: [SatelliteInView] = []
+    private var svInfoEpoch = -1_000
     private var epochCounter = 0
 
     public init(options: Options = Options()) {
@@ -537,6 +539,28 @@ public struct EpochAssembler: Sendable {
                 navSatSatellites.append(entry)
             }
             navSatEpoch = epochCounter
+        case .navSVINFO(let m):
+            // u-blox 4 to 8 (and M8 timing firmware): the same satellite list as NAV-SAT, after gpsd's
+            // ubx_msg_nav_svinfo. Which of the two a SKY reports is decided in currentSatellites().
+            participate(key: key, tag: .ubx(m.iTOW), emit) { a in a.hasSkyData = true }
+            svInfoSatellites.removeAll(keepingCapacity: true)
+            for c in m.channels {
+                // Numbers outside u-blox's single-number scheme (0, 255: GLONASS slot unknown) are left out,
+                // as gpsd skips a satellite it cannot give a PRN.
+                guard let satellite = c.satellite else { continue }
+                // Elevation and azimuth ranges as in NAV-SAT above; C/N0 0 is reported as 0.
+                var entry = SatelliteInView(
+                    system: satellite.system, svid: satellite.svid, prn: satellite.prn,
+                    elevation: abs(Int(c.elev)) <= 90 ? Double(c.elev) : nil,
+                    azimuth: (0...359).contains(Int(c.azim)) ? Double(c.azim) : nil,
+                    signalStrength: Double(c.cno), used: c.used)
+                entry.pseudorangeResidual = c.pseudorangeResidual
+                entry.quality = Int(c.qualityIndicator)
+                // gpsd's SKY health: 1 healthy, 2 unhealthy (NAV-SVINFO has no "unknown").
+                entry.health = c.unhealthy ? 2 : 1
+                svInfoSatellites.append(entry)
+            }
+            svInfoEpoch = epochCounter
         case .other(let id, let payload) where id.messageClass == UBX.Class.nav && payload.count >= 4:
             // Other NAV messages still mark the epoch; most carry iTOW first, a few after a version byte.
             let offset = [0x13, 0x14, 0x3B, 0x3C].contains(id.id) ? 4 : 0
@@ -818,6 +842,12 @@ public struct EpochAssembler: Sendable {
     private func currentSatellites() -> [SatelliteInView] {
         if epochCounter - navSatEpoch <= options.satelliteExpiryEpochs {
             return navSatSatellites
+        }
+        // A u-blox 8 can send NAV-SVINFO beside NAV-SAT. NAV-SAT wins while it is current, whichever of the
+        // two came last: it names a satellite by system and number (SVINFO's single number cannot name
+        // BeiDou above 37, QZSS above 7, or NavIC) and its health can say "unknown". gpsd takes the last.
+        if epochCounter - svInfoEpoch <= options.satelliteExpiryEpochs {
+            return svInfoSatellites
         }
         var satellites: [SatelliteInView] = []
         for set in gsvSets where epochCounter - set.epoch <= options.satelliteExpiryEpochs {

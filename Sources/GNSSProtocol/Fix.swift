@@ -187,7 +187,7 @@ public struct SatelliteInView: Hashable, Sendable {
     public var used: Bool
     /// Signal id (u-blox numbering), when the receiver says.
     public var signalID: Int?
-    /// Pseudorange residual, metres; quality indicator and health (u-blox NAV-SAT).
+    /// Pseudorange residual, metres; quality indicator and health (u-blox NAV-SAT, NAV-SVINFO).
     public var pseudorangeResidual: Double?
     public var quality: Int?
     public var health: Int?
@@ -250,6 +250,30 @@ public enum SatelliteNumbering {
         case (.navic, 1...14): 500 + svid
         default: nil
         }
+    }
+
+    /// The system, svid and gpsd PRN of a satellite in u-blox's single-number scheme (NAV-SVINFO's `svid`),
+    /// as gpsd's `ubx_to_prn` reads it: GPS 1–32; BeiDou 33–64 (svid 6–37) and 159–163 (svid 1–5);
+    /// GLONASS 65–96 (slot 1–32); SBAS 120–158; IMES 173–182 (svid 1–10); QZSS 193–199 (svid 1–7);
+    /// Galileo 211–246 (svid 1–36). `nil` for every other number: 0, the gaps, and 255 (a GLONASS
+    /// satellite whose slot is not known yet).
+    public static func fromUBX(_ number: Int) -> (system: GNSSSystem, svid: Int, prn: Int)? {
+        let system: GNSSSystem
+        let svid: Int
+        switch number {
+        case 1...32: (system, svid) = (.gps, number)
+        case 33...64: (system, svid) = (.beidou, number - 27)
+        case 65...96: (system, svid) = (.glonass, number - 64)
+        case 120...158: (system, svid) = (.sbas, number)
+        case 159...163: (system, svid) = (.beidou, number - 158)
+        case 173...182: (system, svid) = (.imes, number - 172)
+        // gpsd stops at 199 (u-blox documents 193-197; ZED-F9T NMEA shows 198 and 199).
+        case 193...199: (system, svid) = (.qzss, number - 192)
+        case 211...246: (system, svid) = (.galileo, number - 210)
+        default: return nil
+        }
+        guard let prn = prn(system: system, svid: svid) else { return nil }
+        return (system, svid, prn)
     }
 
     /// The system, svid and gpsd PRN of an NMEA satellite number, using the NMEA 4.10 system id when

@@ -62,6 +62,7 @@ public enum UBX {
         case (0x01, 0x06): return "NAV-SOL"
         case (0x01, 0x12): return "NAV-VELNED"
         case (0x01, 0x20): return "NAV-TIMEGPS"
+        case (0x01, 0x30): return "NAV-SVINFO"
         case (0x01, 0x14): return "NAV-HPPOSLLH"
         case (0x28, 0x00): return "HNR-PVT"
         case (0x01, 0x35): return "NAV-SAT"
@@ -106,7 +107,7 @@ public enum UBX {
         case (0x01, 0x20): return length == 16
         case (0x01, 0x14): return length == 36
         case (0x28, 0x00): return length == 72
-        case (0x01, 0x35): return length >= 8 && (length - 8) % 12 == 0
+        case (0x01, 0x35), (0x01, 0x30): return length >= 8 && (length - 8) % 12 == 0
         case (0x05, 0x00), (0x05, 0x01): return length == 2
         case (0x0A, 0x04): return length >= 40 && (length - 40) % 30 == 0
         default: return true
@@ -1035,6 +1036,7 @@ public struct UBXRxmPmReq: Hashable, Sendable {
 public enum UBXMessage: Hashable, Sendable {
     case navPVT(UBXNavPVT)
     case navSAT(UBXNavSAT)
+    case navSVINFO(UBXNavSVINFO)
     case navStatus(UBXNavStatus)
     case navDOP(UBXNavDOP)
     case navTimeUTC(UBXNavTimeUTC)
@@ -1065,6 +1067,7 @@ public enum UBXMessage: Hashable, Sendable {
         switch self {
         case .navPVT: return .navPVT
         case .navSAT: return .navSAT
+        case .navSVINFO: return .navSVINFO
         case .navStatus: return .navStatus
         case .navDOP: return .navDOP
         case .navTimeUTC: return .navTimeUTC
@@ -1115,6 +1118,7 @@ public enum UBXMessage: Hashable, Sendable {
         switch (id.messageClass, id.id) {
         case (0x01, 0x07): return .navPVT(try UBXNavPVT(payload: p))
         case (0x01, 0x35): return .navSAT(try UBXNavSAT(payload: p))
+        case (0x01, 0x30): return .navSVINFO(try UBXNavSVINFO(payload: p))
         case (0x01, 0x03): return .navStatus(try UBXNavStatus(payload: p))
         case (0x01, 0x04): return .navDOP(try UBXNavDOP(payload: p))
         case (0x01, 0x21): return .navTimeUTC(try UBXNavTimeUTC(payload: p))
@@ -1149,6 +1153,7 @@ public enum UBXMessage: Hashable, Sendable {
         switch self {
         case .navPVT(let m): return m.payload
         case .navSAT(let m): return m.payload
+        case .navSVINFO(let m): return m.payload
         case .navStatus(let m): return m.payload
         case .navDOP(let m): return m.payload
         case .navTimeUTC(let m): return m.payload

@@ -1,11 +1,12 @@
 // Older UBX navigation messages (u-blox 5 to 8 and timing receivers send these instead of, or beside,
-// NAV-PVT): NAV-SOL, NAV-POSLLH, NAV-VELNED, NAV-TIMEGPS.
+// NAV-PVT and NAV-SAT): NAV-SOL, NAV-POSLLH, NAV-VELNED, NAV-TIMEGPS, NAV-SVINFO.
 
 extension UBX.MessageID {
     public static let navPOSLLH = UBX.MessageID(0x01, 0x02)
     public static let navSOL = UBX.MessageID(0x01, 0x06)
     public static let navVELNED = UBX.MessageID(0x01, 0x12)
     public static let navTimeGPS = UBX.MessageID(0x01, 0x20)
+    public static let navSVINFO = UBX.MessageID(0x01, 0x30)
 }
 
 /// Seconds from the POSIX epoch to the GPS epoch (1980-01-06T00:00:00Z).
@@ -226,6 +227,107 @@ public struct UBXNavTimeGPS: Hashable, Sendable {
     }
 
     public var frame: [UInt8] { UBX.frame(.navTimeGPS, payload: payload) }
+}
+
+/// UBX-NAV-SVINFO (01 30): satellites in view, one block per receiver channel (u-blox 4 to 8; deprecated
+/// from protocol 15 in favour of NAV-SAT, gone in u-blox 9). Satellites are named by u-blox's single
+/// number (`SatelliteNumbering.fromUBX`), not by gnssId and svId as in NAV-SAT.
+public struct UBXNavSVINFO: Hashable, Sendable {
+    public struct Channel: Hashable, Sendable {
+        /// Channel number (255: the satellite is not assigned to a channel).
+        public var chn: UInt8
+        /// u-blox's single satellite number: GPS 1-32, SBAS 120-158, GLONASS 65-96, ... (see `satellite`).
+        public var svid: UInt8
+        /// svUsed b0, diffCorr b1, orbitAvail b2, orbitEph b3, unhealthy b4, orbitAlm b5, orbitAop b6,
+        /// smoothed b7.
+        public var flags: UInt8
+        /// qualityInd b0-3.
+        public var quality: UInt8
+        /// Carrier-to-noise density, dBHz.
+        public var cno: UInt8
+        /// Elevation, degrees (-90...90; out of range when unknown).
+        public var elev: Int8
+        /// Azimuth, degrees.
+        public var azim: Int16
+        /// Pseudorange residual, cm.
+        public var prRes: Int32
+
+        public init(
+            chn: UInt8, svid: UInt8, flags: UInt8 = 0, quality: UInt8 = 0, cno: UInt8, elev: Int8, azim: Int16,
+            prRes: Int32 = 0
+        ) {
+            self.chn = chn
+            self.svid = svid
+            self.flags = flags
+            self.quality = quality
+            self.cno = cno
+            self.elev = elev
+            self.azim = azim
+            self.prRes = prRes
+        }
+
+        public var used: Bool { flags & 0x01 != 0 }
+        public var differentialCorrection: Bool { flags & 0x02 != 0 }
+        public var orbitAvailable: Bool { flags & 0x04 != 0 }
+        public var orbitIsEphemeris: Bool { flags & 0x08 != 0 }
+        public var unhealthy: Bool { flags & 0x10 != 0 }
+        public var orbitIsAlmanac: Bool { flags & 0x20 != 0 }
+        public var orbitIsAssistNowAutonomous: Bool { flags & 0x40 != 0 }
+        public var smoothed: Bool { flags & 0x80 != 0 }
+        /// 0 idle, 1 searching, 2 acquired, 3 unusable, 4 code locked, 5-7 code and carrier locked.
+        public var qualityIndicator: UInt8 { quality & 0x0F }
+        /// Pseudorange residual, metres.
+        public var pseudorangeResidual: Double { Double(prRes) / 100 }
+        /// The satellite's system, its number within the system and gpsd's PRN; `nil` for a number u-blox's
+        /// scheme does not give (0, 255: GLONASS slot unknown).
+        public var satellite: (system: GNSSSystem, svid: Int, prn: Int)? { SatelliteNumbering.fromUBX(Int(svid)) }
+    }
+
+    public var iTOW: UInt32
+    /// chipGen b0-2: 0 Antaris 4, 1 u-blox 5, 2 u-blox 6, 3 u-blox 7, 4 u-blox 8.
+    public var globalFlags: UInt8
+    public var channels: [Channel]
+
+    public init(iTOW: UInt32, globalFlags: UInt8 = 0, channels: [Channel]) {
+        self.iTOW = iTOW
+        self.globalFlags = globalFlags
+        self.channels = channels
+    }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count >= 8, Int(p.u8(4)) * 12 + 8 == p.count else {
+            throw .ubxLength(messageClass: 0x01, id: 0x30, length: p.count)
+        }
+        iTOW = p.u32(0)
+        globalFlags = p.u8(5)
+        let count = Int(p.u8(4))
+        var channels: [Channel] = []
+        channels.reserveCapacity(count)
+        for index in 0..<count {
+            let o = 8 + 12 * index
+            channels.append(
+                Channel(
+                    chn: p.u8(o), svid: p.u8(o + 1), flags: p.u8(o + 2), quality: p.u8(o + 3), cno: p.u8(o + 4),
+                    elev: p.i8(o + 5), azim: p.i16(o + 6), prRes: p.i32(o + 8)))
+        }
+        self.channels = channels
+    }
+
+    /// The receiver generation (chipGen): 0 Antaris 4, 1 u-blox 5, 2 u-blox 6, 3 u-blox 7, 4 u-blox 8.
+    public var chipGeneration: UInt8 { globalFlags & 0x07 }
+
+    public var payload: [UInt8] {
+        let channels = channels.prefix(255)
+        var w = LittleEndianWriter(capacity: 8 + 12 * channels.count)
+        w.u32(iTOW); w.u8(UInt8(channels.count)); w.u8(globalFlags); w.zeros(2)
+        for c in channels {
+            w.u8(c.chn); w.u8(c.svid); w.u8(c.flags); w.u8(c.quality); w.u8(c.cno); w.i8(c.elev); w.i16(c.azim)
+            w.i32(c.prRes)
+        }
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.navSVINFO, payload: payload) }
 }
 
 /// WGS84 ellipsoid conversions.

@@ -215,6 +215,7 @@ struct ReportEncoder {
         switch message {
         case .navPVT(let m): m.frame
         case .navSAT(let m): m.frame
+        case .navSVINFO(let m): m.frame
         case .navStatus(let m): m.frame
         case .navDOP(let m): m.frame
         case .navTimeUTC(let m): m.frame

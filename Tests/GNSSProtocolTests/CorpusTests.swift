@@ -455,11 +455,6 @@ enum SkyComparison {
     /// Captures whose satellites are not compared, with the reason.
     static let excused: [String: String] = [
         "ublox-sirf1.log": "SiRF binary protocol, not decoded",
-        "navisys-gr701w.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
-        "ublox-8-time.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
-        "ublox-aek-4t.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
-        "ublox-lea-4t.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
-        "ublox-neo-m8t-s.log": "satellites only in UBX NAV-SVINFO (u-blox 6/7), which is not decoded",
         "ublox-zed-f9p-nmea.log": multiSignal,
         "ublox-f9p-hpnmea.log": multiSignal,
         "quectelLC79D.log": multiSignal,
@@ -525,5 +520,48 @@ struct CorpusSkyTests {
             }
         }
         #expect(compared >= 30, "only \(compared) captures compared")
+    }
+}
+
+@Suite("Corpus NAV-SVINFO")
+struct CorpusSVINFOTests {
+    /// The captures whose satellites come only in NAV-SVINFO (Antaris 4, u-blox 7, u-blox 8 timing).
+    static let captures = [
+        "navisys-gr701w.log", "ublox-8-time.log", "ublox-aek-4t.log", "ublox-lea-4t.log", "ublox-neo-m8t-s.log",
+    ]
+
+    /// The one SKY field where we differ from the `.chk` on these captures, on purpose: gpsd reads prRes
+    /// as the 16 bits at offset 7 of the channel block (azimuth's high byte, prRes's low byte), not the
+    /// I4 at offset 8, so its value is neither the residual nor close to it. We report prRes / 100.
+    /// This checks gpsd's numbers are exactly that misreading, so the difference hides nothing of ours.
+    @Test("gpsd's NAV-SVINFO prRes is the 16 bits at channel offset 7; ours is the residual", arguments: captures)
+    func pseudorangeResidual(file: String) throws {
+        let directory = try TestPaths.corpus().appendingPathComponent("gpsd")
+        let check = try String(contentsOf: directory.appendingPathComponent(file + ".chk"), encoding: .isoLatin1)
+        let theirs: [[[String: Any]]] = check.split(whereSeparator: \.isNewline).compactMap { line in
+            guard line.hasPrefix("{\"class\":\"SKY\""),
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            else { return nil }
+            return object["satellites"] as? [[String: Any]]
+        }
+        let svinfos: [UBXNavSVINFO] = runPipeline(try captureBytes(directory.appendingPathComponent(file))).messages
+            .compactMap { if case .ubx(.navSVINFO(let m)) = $0 { return m } else { return nil } }
+        // gpsd wrote one SKY with satellites per NAV-SVINFO in these captures.
+        try #require(theirs.count == svinfos.count && !svinfos.isEmpty)
+        var compared = 0
+        var differing = 0
+        for (list, message) in zip(theirs, svinfos) {
+            let channels = message.channels.filter { $0.satellite != nil }
+            try #require(list.count == channels.count)
+            for (satellite, channel) in zip(list, channels) {
+                let gpsd = try #require(satellite["prRes"] as? Double)
+                let misread = Int16(bitPattern: UInt16(UInt8(truncatingIfNeeded: channel.prRes)) << 8
+                    | UInt16(bitPattern: channel.azim) >> 8)
+                #expect(abs(gpsd - Double(misread) / 100) <= 0.05 + 1e-9, "\(file) PRN \(satellite["PRN"] ?? "-")")
+                if abs(gpsd - channel.pseudorangeResidual) > 0.05 + 1e-9 { differing += 1 }
+                compared += 1
+            }
+        }
+        print("corpus NAV-SVINFO \(file): prRes of \(compared) satellites, \(differing) differ from gpsd's")
     }
 }

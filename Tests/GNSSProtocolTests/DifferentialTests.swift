@@ -85,7 +85,7 @@ struct DifferentialTests {
         let total = counts.values.reduce(0, +)
         print("differential oracle->ours total: \(total) messages, \(failures.values.reduce(0, +)) differ")
         #expect(failures.isEmpty)
-        #expect(counts.count >= 37 && counts.values.allSatisfy { $0 == Self.count })
+        #expect(counts.count >= 38 && counts.values.allSatisfy { $0 == Self.count })
     }
 
     @Test("we encode, the oracles decode: every field equal")
@@ -117,7 +117,7 @@ struct DifferentialTests {
         let run = try Self.runOracle(["check", "--in", file.path])
         print(run.output.split(separator: "\n").map { "differential ours->oracle " + $0 }.joined(separator: "\n"))
         #expect(run.status == 0, "the oracles disagree with our encoding (see above)")
-        #expect(types.count >= 37)
+        #expect(types.count >= 38)
     }
 
     static func bytes(hex: String) -> [UInt8] {
@@ -263,6 +263,14 @@ enum RandomMessages {
             .rxmPMREQ(UBXRxmPmReq(duration: u32(), flags: u32(), wakeupSources: nil)),
             .poll(.navPVT),
             .poll(.monVER),
+            .navSVINFO(
+                UBXNavSVINFO(
+                    iTOW: u32(), globalFlags: u8(),
+                    channels: (0..<Int.random(in: 0...16, using: &r)).map { _ in
+                        UBXNavSVINFO.Channel(
+                            chn: u8(), svid: u8(), flags: u8(), quality: u8(), cno: u8(), elev: i8(), azim: i16(),
+                            prRes: i32())
+                    })),
         ]
     }
 

@@ -156,6 +156,36 @@ struct EpochAssemblerTests {
         }
     }
 
+    /// u-blox's single numbers (NAV-SVINFO) at every edge of gpsd's `ubx_to_prn` ranges: (number, system,
+    /// svid, gpsd PRN), nil where gpsd returns 0.
+    static let singleNumbers: [(Int, GNSSSystem?, Int, Int)] = [
+        (0, nil, 0, 0), (1, .gps, 1, 1), (32, .gps, 32, 32),
+        (33, .beidou, 6, 406), (64, .beidou, 37, 437),
+        (65, .glonass, 1, 65), (96, .glonass, 32, 96),
+        (97, nil, 0, 0), (119, nil, 0, 0),
+        (120, .sbas, 120, 33), (133, .sbas, 133, 46), (151, .sbas, 151, 64), (152, .sbas, 152, 152),
+        (158, .sbas, 158, 158),
+        (159, .beidou, 1, 401), (163, .beidou, 5, 405),
+        (164, nil, 0, 0), (172, nil, 0, 0),
+        (173, .imes, 1, 173), (182, .imes, 10, 182),
+        (183, nil, 0, 0), (192, nil, 0, 0),
+        (193, .qzss, 1, 193), (194, .qzss, 2, 194), (199, .qzss, 7, 199),
+        (200, nil, 0, 0), (202, nil, 0, 0), (210, nil, 0, 0),
+        (211, .galileo, 1, 301), (246, .galileo, 36, 336),
+        (247, nil, 0, 0), (254, nil, 0, 0), (255, nil, 0, 0), (-1, nil, 0, 0), (300, nil, 0, 0),
+    ]
+
+    @Test("u-blox single satellite numbers (NAV-SVINFO) become system, svid and gpsd PRN", arguments: singleNumbers)
+    func ubloxSingleNumbers(number: Int, system: GNSSSystem?, svid: Int, prn: Int) {
+        let mapped = SatelliteNumbering.fromUBX(number)
+        #expect(mapped?.system == system, "\(number)")
+        if let mapped {
+            #expect(mapped.svid == svid && mapped.prn == prn, "\(number): \(mapped)")
+            // The same satellite named the NAV-SAT way gets the same PRN.
+            #expect(SatelliteNumbering.prn(system: mapped.system, svid: mapped.svid) == prn)
+        }
+    }
+
     @Test("NAV-SAT: SBAS by gpsd's PRN, a GLONASS satellite with no slot left out, C/N0 0 reported as 0")
     func navSATNumbering() throws {
         var assembler = EpochAssembler()
@@ -170,6 +200,85 @@ struct EpochAssemblerTests {
         #expect(byPRN.keys.sorted() == [5, 36])
         #expect(byPRN[36]?.svid == 123 && byPRN[36]?.system == .sbas && byPRN[36]?.signalStrength == 0)
         #expect(byPRN[5]?.signalStrength == 41 && byPRN[5]?.used == true)
+    }
+
+    @Test("NAV-SVINFO: the satellites of a u-blox 7 epoch, as gpsd's ubx_msg_nav_svinfo gives them")
+    func navSVINFO() throws {
+        var assembler = EpochAssembler()
+        let svinfo = UBXNavSVINFO(
+            iTOW: 3000, globalFlags: 3,
+            channels: [
+                .init(chn: 2, svid: 8, flags: 0x0D, quality: 4, cno: 16, elev: 36, azim: 57, prRes: -1021),
+                .init(chn: 10, svid: 133, flags: 0x14, quality: 1, cno: 0, elev: 35, azim: 197),
+                .init(chn: 18, svid: 194, flags: 0x10, quality: 1, cno: 0, elev: -91, azim: 0),
+                .init(chn: 3, svid: 70, flags: 0x05, quality: 0x27, cno: 30, elev: 90, azim: 359, prRes: 250),
+                .init(chn: 4, svid: 71, flags: 0x04, quality: 4, cno: 28, elev: -90, azim: 360),
+                .init(chn: 5, svid: 72, flags: 0x04, quality: 4, cno: 28, elev: 91, azim: -1),
+                .init(chn: 255, svid: 255, flags: 0x01, quality: 4, cno: 40, elev: 10, azim: 10),
+                .init(chn: 6, svid: 0, flags: 0x01, quality: 4, cno: 40, elev: 10, azim: 10),
+                .init(chn: 7, svid: 110, flags: 0x01, quality: 4, cno: 40, elev: 10, azim: 10),
+            ])
+        let dop = UBXNavDOP(iTOW: 3000, gDOP: 200, pDOP: 150, tDOP: 100, vDOP: 120, hDOP: 90, nDOP: 60, eDOP: 70)
+        let eoe = UBX.frame(.navEOE, payload: [0xB8, 0x0B, 0, 0])
+        let epochs = assemble(messages(svinfo.frame + dop.frame + eoe), into: &assembler)
+        #expect(epochs.count == 1)
+        let sky = try #require(epochs.first?.sky)
+        // GLONASS 255 (no slot yet), 0 and 110 (no satellite of u-blox's scheme) are left out.
+        #expect(sky.satellites.map(\.prn) == [8, 46, 194, 70, 71, 72])
+        func expected(
+            _ system: GNSSSystem, _ svid: Int, _ prn: Int, _ el: Double?, _ az: Double?, _ ss: Double, _ used: Bool,
+            prRes: Double, quality: Int, health: Int
+        ) -> SatelliteInView {
+            var s = SatelliteInView(
+                system: system, svid: svid, prn: prn, elevation: el, azimuth: az, signalStrength: ss, used: used)
+            s.pseudorangeResidual = prRes
+            s.quality = quality
+            s.health = health
+            return s
+        }
+        #expect(
+            sky.satellites == [
+                expected(.gps, 8, 8, 36, 57, 16, true, prRes: -10.21, quality: 4, health: 1),
+                expected(.sbas, 133, 46, 35, 197, 0, false, prRes: 0, quality: 1, health: 2),
+                expected(.qzss, 2, 194, nil, 0, 0, false, prRes: 0, quality: 1, health: 2),
+                expected(.glonass, 6, 70, 90, 359, 30, true, prRes: 2.5, quality: 7, health: 1),
+                expected(.glonass, 7, 71, -90, nil, 28, false, prRes: 0, quality: 4, health: 1),
+                expected(.glonass, 8, 72, nil, nil, 28, false, prRes: 0, quality: 4, health: 1),
+            ])
+        #expect(sky.satellitesUsed == 2 && sky.dops.position == 1.5)
+        // The SKY report carries gpsd's fields for them, health 2 for the unhealthy ones.
+        let report = GPSDReport.sky(sky)
+        #expect(
+            report.contains(
+                #"{"PRN":46,"gnssid":1,"svid":133,"az":197.0,"el":35.0,"prRes":0.0,"qual":1,"ss":0.0,"#
+                    + #""used":false,"health":2}"#))
+        #expect(
+            report.contains(
+                #"{"PRN":8,"gnssid":0,"svid":8,"az":57.0,"el":36.0,"prRes":-10.2,"qual":4,"ss":16.0,"#
+                    + #""used":true,"health":1}"#))
+    }
+
+    @Test(
+        "NAV-SAT and NAV-SVINFO in one epoch: NAV-SAT's satellites, in either order; NAV-SVINFO once NAV-SAT stops",
+        arguments: [true, false])
+    func navSATOverSVINFO(satFirst: Bool) throws {
+        var assembler = EpochAssembler(options: .init(satelliteExpiryEpochs: 2))
+        func epoch(_ second: UInt32, sat: Bool) -> [UInt8] {
+            let iTOW = second * 1000
+            let svinfo = UBXNavSVINFO(
+                iTOW: iTOW, channels: [.init(chn: 0, svid: 5, flags: 0x01, cno: 30, elev: 40, azim: 50)])
+            let navSAT = UBXNavSAT(
+                iTOW: iTOW, satellites: [.init(gnssId: 2, svId: 7, cno: 35, elev: 40, azim: 100, flags: 0x08)])
+            let eoe = UBX.frame(.navEOE, payload: Array(withUnsafeBytes(of: iTOW.littleEndian, Array.init)))
+            guard sat else { return svinfo.frame + eoe }
+            return (satFirst ? navSAT.frame + svinfo.frame : svinfo.frame + navSAT.frame) + eoe
+        }
+        var bytes: [UInt8] = []
+        for second in 1...6 { bytes += epoch(UInt32(second), sat: second <= 2) }
+        let skies = assemble(messages(bytes), into: &assembler).compactMap(\.sky)
+        // Epochs 1 and 2 have both: Galileo 7 from NAV-SAT. With an expiry of 2 epochs NAV-SAT is still
+        // current in epoch 3; from epoch 4 on NAV-SVINFO's GPS 5 takes over.
+        #expect(skies.map { $0.satellites.map(\.prn) } == [[307], [307], [307], [5], [5], [5]])
     }
 
     @Test("GPS week times: a week too large for nanoseconds costs the time, not the process")

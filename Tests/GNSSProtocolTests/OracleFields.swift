@@ -36,6 +36,19 @@ enum OracleFields {
                 f["flags_" + n(i)] = int(s.flags)
             }
             return ("NAV-SAT/GET", f)
+        case .navSVINFO(let m):
+            var f: Fields = ["iTOW": int(m.iTOW), "numCh": m.channels.count, "globalFlags": int(m.globalFlags)]
+            for (i, c) in m.channels.enumerated() {
+                f["chn_" + n(i)] = int(c.chn)
+                f["svid_" + n(i)] = int(c.svid)
+                f["flags_" + n(i)] = int(c.flags)
+                f["quality_" + n(i)] = int(c.quality)
+                f["cno_" + n(i)] = int(c.cno)
+                f["elev_" + n(i)] = int(c.elev)
+                f["azim_" + n(i)] = int(c.azim)
+                f["prRes_" + n(i)] = int(c.prRes)
+            }
+            return ("NAV-SVINFO/GET", f)
         case .navStatus(let m):
             return (
                 "NAV-STATUS/GET",

@@ -73,6 +73,14 @@ struct UBXTests {
         .rxmPMREQ(.backup(wakeupSources: [.uartRX, .extint0])),
         .rxmPMREQ(.backupUntilWoken),
         .poll(.navSAT),
+        .navSVINFO(
+            UBXNavSVINFO(
+                iTOW: 11, globalFlags: 0x03,
+                channels: [
+                    .init(chn: 2, svid: 8, flags: 0x0D, quality: 4, cno: 16, elev: 36, azim: 57, prRes: -1021),
+                    .init(chn: 255, svid: 255, flags: 0xFF, quality: 0xFF, cno: 255, elev: -128, azim: -1, prRes: .min),
+                ])),
+        .navSVINFO(UBXNavSVINFO(iTOW: 12, channels: [])),
         .other(UBX.MessageID(0x0A, 0x09), payload: [1, 2, 3, 4]),
     ]
 
@@ -95,6 +103,64 @@ struct UBXTests {
         #expect(abs(pvt.groundSpeed - 1.234) < 1e-9 && abs(pvt.headingOfMotion - 271.5) < 1e-9)
         guard case .monVER(let version) = Self.messages[11] else { return }
         #expect(version.protocolVersion == 18.0)
+    }
+
+    /// Three channels of the first NAV-SVINFO of gpsd's navisys-gr701w.log capture (u-blox 7), cut out with
+    /// pyubx2 (which reads them as below): GPS 8 used, SBAS 133 and QZSS 194 unhealthy.
+    static let svinfoFrame = TestVectorTests.hex(
+        "B5 62 01 30 2C 00 98 94 DE 17 03 03 00 00 02 08 0D 04 10 24 39 00 03 FC FF FF 0A 85 14 01 00 23 C5 00 "
+            + "00 00 00 00 12 C2 10 01 00 A5 00 00 00 00 00 00 1F C6")
+
+    @Test("NAV-SVINFO: a u-blox 7 frame decodes field by field and encodes to the same bytes")
+    func navSVINFO() throws {
+        let message = try UBXMessage(frame: ArraySlice(Self.svinfoFrame))
+        guard case .navSVINFO(let m) = message else {
+            Issue.record("decoded as \(message.messageID)")
+            return
+        }
+        #expect(m.iTOW == 400_463_000 && m.chipGeneration == 3 && m.channels.count == 3)
+        let gps = m.channels[0]
+        #expect(gps.chn == 2 && gps.svid == 8 && gps.cno == 16 && gps.elev == 36 && gps.azim == 57)
+        #expect(gps.used && gps.orbitAvailable && gps.orbitIsEphemeris && !gps.unhealthy && !gps.smoothed)
+        #expect(gps.qualityIndicator == 4 && gps.prRes == -1021 && gps.pseudorangeResidual == -10.21)
+        let sbas = m.channels[1]
+        #expect(sbas.svid == 133 && sbas.unhealthy && !sbas.used && sbas.qualityIndicator == 1 && sbas.azim == 197)
+        let qzss = m.channels[2]
+        #expect(qzss.svid == 194 && qzss.elev == -91 && qzss.unhealthy && !qzss.orbitAvailable)
+        #expect(m.channels.map { $0.satellite?.prn } == [8, 46, 194])
+        #expect(m.channels.map { $0.satellite?.system } == [.gps, .sbas, .qzss])
+        #expect(message.messageID == .navSVINFO && message.messageID.description == "NAV-SVINFO")
+        #expect(m.frame == Self.svinfoFrame)
+        // qualityInd is the low nibble; the high one is reserved.
+        #expect(UBXNavSVINFO.Channel(chn: 0, svid: 1, quality: 0xF7, cno: 0, elev: 0, azim: 0).qualityIndicator == 7)
+    }
+
+    @Test(
+        "NAV-SVINFO: a payload that is not 8 + 12 x numCh bytes is a typed error",
+        arguments: [
+            (numCh: 3, blocks: 2), (numCh: 1, blocks: 2), (numCh: 0, blocks: 1), (numCh: 255, blocks: 3),
+        ])
+    func navSVINFOLength(numCh: UInt8, blocks: Int) {
+        var payload: [UInt8] = [1, 0, 0, 0, numCh, 0, 0, 0]
+        payload += [UInt8](repeating: 7, count: 12 * blocks)
+        #expect(throws: DecodeError.ubxLength(messageClass: 1, id: 0x30, length: payload.count)) {
+            try UBXMessage(frame: ArraySlice(UBX.frame(.navSVINFO, payload: payload)))
+        }
+        // A header shorter than 8 bytes.
+        #expect(throws: DecodeError.ubxLength(messageClass: 1, id: 0x30, length: 5)) {
+            try UBXMessage(frame: ArraySlice(UBX.frame(.navSVINFO, payload: [1, 2, 3, 4, 0])))
+        }
+    }
+
+    @Test("NAV-SVINFO: a frame whose numCh disagrees with its length costs that frame only")
+    func navSVINFOCorruptFrame() {
+        var bad: [UInt8] = [1, 0, 0, 0, 2, 0, 0, 0]
+        bad += [UInt8](repeating: 0, count: 12)
+        let good = UBXNavSVINFO(iTOW: 2, channels: [.init(chn: 0, svid: 5, cno: 30, elev: 10, azim: 20)])
+        let empty = UBXNavSVINFO(iTOW: 3, channels: [])
+        let result = runPipeline(UBX.frame(.navSVINFO, payload: bad) + good.frame + empty.frame)
+        #expect(result.decodeErrors == [.ubxLength(messageClass: 1, id: 0x30, length: 20)])
+        #expect(result.messages == [.ubx(.navSVINFO(good)), .ubx(.navSVINFO(empty))])
     }
 
     @Test("a wrong payload length is a typed error")

@@ -38,7 +38,7 @@ UBX_TYPES = [
     ("ACK-ACK", "ACK", GET), ("ACK-NAK", "ACK", GET), ("INF-NOTICE", "INF", GET), ("INF-ERROR", "INF", GET),
     ("CFG-VALGET", "CFG", GET), ("CFG-VALGET", "CFG", POLL), ("CFG-VALSET", "CFG", SET), ("CFG-MSG", "CFG", SET),
     ("CFG-PRT", "CFG", SET), ("CFG-RATE", "CFG", SET), ("CFG-RST", "CFG", SET), ("RXM-PMREQ", "RXM", SET),
-    ("RXM-PMREQ-S", "RXM", SET), ("MON-VER", "MON", POLL), ("NAV-PVT", "NAV", POLL),
+    ("RXM-PMREQ-S", "RXM", SET), ("MON-VER", "MON", POLL), ("NAV-PVT", "NAV", POLL), ("NAV-SVINFO", "NAV", GET),
 ]
 NMEA_TYPES = ["GGA", "RMC", "GSA", "GSV", "VTG", "GLL", "GNS", "GST", "ZDA", "TXT"]
 TALKERS = ["GP", "GL", "GA", "GB", "BD", "GQ", "QZ", "GI", "GN"]
