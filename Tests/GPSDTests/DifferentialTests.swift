@@ -170,8 +170,11 @@ struct DifferentialTests {
             try await Task.sleep(for: .milliseconds(2))
         }
         await waitForQuiet([gpsdClient.received, oursClient.received])
-        gpsd.kill()
-        _ = await gpsd.waitForExit()
+        // gpsd ends on SIGTERM now that it starts with no signal blocked (it never unblocks one).
+        gpsd.terminate()
+        let gpsdStatus = await gpsd.waitForExit()
+        #expect(gpsd.process.terminationReason == .exit || gpsdStatus == SIGTERM,
+                "gpsd ended by \(gpsd.process.terminationReason) \(gpsdStatus)")
         _ = await serve.stop()
         return (objects(gpsdClient.received.all), objects(oursClient.received.all))
     }

@@ -44,7 +44,8 @@ final class ChildProcess: @unchecked Sendable {
             }
         }
         process.terminationHandler = { [weak self] _ in self?.changed { $0.exited = true } }
-        try process.run()
+        // As a shell starts it: not with the test thread's mask, which blocks SIGTERM.
+        try runWithNoSignalBlocked(process)
         // Each pipe is drained by its own thread with blocking reads: corelibs Foundation's
         // readabilityHandler has been seen to never fire here, which hung the tests.
         let errorDescriptor = errorPipe.fileHandleForReading.fileDescriptor
@@ -144,8 +145,7 @@ final class ChildProcess: @unchecked Sendable {
         if process.isRunning { process.terminate() }
     }
 
-    /// SIGKILL: for a program that never sees SIGTERM because it keeps the signal blocked as it
-    /// inherited it from the test's thread (gpsd installs handlers but does not unblock them).
+    /// SIGKILL: for a child that does not end on SIGTERM (a test's clean-up, whatever happened).
     func kill() {
         if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
     }

@@ -63,7 +63,7 @@ public struct CommandRun: Sendable {
 /// the calling thread's signal mask, and the threads tests run on (Swift's cooperative pool)
 /// block nearly every signal: a child would start with SIGTERM blocked and never end on it
 /// unless it unblocks it itself (gnss-hat does, gpsd and the shell do not).
-private func runWithNoSignalBlocked(_ process: Process) throws {
+public func runWithNoSignalBlocked(_ process: Process) throws {
     var none = sigset_t()
     sigemptyset(&none)
     var previous = sigset_t()
