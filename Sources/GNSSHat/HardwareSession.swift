@@ -51,11 +51,9 @@ final class HardwareSession: Sendable {
     private let ppsThread = SerialThread(name: "gnss-pps")
     private let ppsControl = LoopControl()
     /// Wakes the PPS loop to stop, so it waits for edges with no time-out (no wake-ups between
-    /// pulses). Without one (no eventfd to be had) waits time out instead.
+    /// pulses). Without one (no eventfd to be had) waits time out after `edgeWakeCheckInterval`
+    /// instead, which bounds how long `stop()` waits for the loop to notice.
     private let ppsWake = try? Waker()
-    /// How long one PPS wait lasts if there is no waker: it bounds how long `stop()` waits for
-    /// the loop to notice.
-    static let ppsWaitTimeout: Duration = .milliseconds(50)
     /// Whether the session is waiting for time or for the receiver to answer (not working).
     var isWaiting: Bool { clock.pendingWait.waiting }
 
@@ -382,7 +380,7 @@ final class HardwareSession: Sendable {
                 let edge = if let ppsWake {
                     try source.nextEdge(until: ppsWake)
                 } else {
-                    try source.nextEdge(timeout: Self.ppsWaitTimeout)
+                    try source.nextEdge(timeout: edgeWakeCheckInterval)
                 }
                 if let edge {
                     emitter.send(.pps(PPSPulse(edge: edge)))

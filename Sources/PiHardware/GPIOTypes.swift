@@ -153,7 +153,8 @@ extension EdgeEventSource {
 }
 
 /// How long each wait of ``nextEdgeInSteps(until:_:)`` lasts: the most a woken reader of a
-/// source that cannot wait on a descriptor takes to notice.
+/// source that cannot wait on a descriptor takes to notice. A PPS loop with no waker at all
+/// (no eventfd to be had) waits this long at a time between looks at whether to stop.
 package let edgeWakeCheckInterval: Duration = .milliseconds(50)
 
 /// Waits for an edge in steps of ``edgeWakeCheckInterval`` with `timedWait` (a source's
