@@ -193,21 +193,22 @@ public final class SimulatedHat: Sendable {
     }
 
     private func openHostSide(speed: Int) throws -> any SerialLink {
+        // What opening a device that is not there gives: the hat is absent, or went while opening.
+        func notFound(_ device: String) -> SerialError {
+            .notFound(FailedCall(call: "open", device: device, errno: .noSuchFileOrDirectory))
+        }
         switch connection {
         case .pseudoTerminal:
             // The path is taken with the terminal it names, and the open is checked against that
             // terminal after: a hat that disappeared meanwhile closed it, and its /dev/pts number
             // may already name another terminal (another test's hat's), which this open must not
             // hand out as this hat's.
-            guard let terminal = state.withLock({ $0.present ? $0.terminal : nil }) else {
-                throw SerialError.notFound(FailedCall(call: "open", device: "simulator", errno: .noSuchFileOrDirectory))
-            }
+            guard let terminal = state.withLock({ $0.present ? $0.terminal : nil }) else { throw notFound("simulator") }
             let port = try SerialPort(path: terminal.devicePath, speed: speed)
             hostOpenAccepted.withLock { $0 }?()
             guard state.withLock({ $0.present && $0.terminal === terminal }) else {
                 port.close()
-                throw SerialError.notFound(FailedCall(call: "open", device: terminal.devicePath,
-                                                      errno: .noSuchFileOrDirectory))
+                throw notFound(terminal.devicePath)
             }
             return CountingLink(inner: port, traffic: traffic)
         case .inProcess:
@@ -222,9 +223,7 @@ public final class SimulatedHat: Sendable {
                 state.loopback = link
                 return true
             }
-            guard attached else {
-                throw SerialError.notFound(FailedCall(call: "open", device: "simulator", errno: .noSuchFileOrDirectory))
-            }
+            guard attached else { throw notFound("simulator") }
             hostOpenAccepted.withLock { $0 }?()
             return CountingLink(inner: link, traffic: traffic)
         }
