@@ -335,7 +335,7 @@ public struct EpochAssembler: Sendable {
         }
         if s.sentenceNumber <= 1 { gsvSets[index].satellites.removeAll(keepingCapacity: true) }
         gsvSets[index].epoch = epochCounter
-        let signal = EpochAssembler.ubxSignalID(nmea: s.signalID)
+        let signal = EpochAssembler.ubxSignalID(nmea: s.signalID, talker: s.talker)
         for satellite in s.satellites {
             // NMEA 4.10 signal ids only come with system-specific talkers; GN GSV has no system.
             let systemID = s.signalID == nil ? nil : s.talker.system?.nmeaSystemID
@@ -345,21 +345,74 @@ public struct EpochAssembler: Sendable {
             var entry = SatelliteInView(
                 system: mapped.system, svid: mapped.svid, prn: mapped.prn,
                 elevation: satellite.elevation.map(Double.init), azimuth: satellite.azimuth.map(Double.init),
-                signalStrength: satellite.snr.map(Double.init), used: false, signalID: signal == 0 ? nil : signal)
+                signalStrength: satellite.snr.map(Double.init), used: false, signalID: signal)
             if let elevation = entry.elevation, abs(elevation) > 90 { entry.elevation = nil }
             if let azimuth = entry.azimuth, azimuth < 0 || azimuth > 359 { entry.azimuth = nil }
             gsvSets[index].satellites.append(entry)
         }
     }
 
-    /// gpsd's mapping of NMEA 4.10 signal ids to u-blox signal ids.
-    static func ubxSignalID(nmea: Int?) -> Int {
-        switch nmea {
-        case 2?: return 5
-        case 3?: return 2
-        case 5?: return 4
-        case 6?: return 3
-        default: return 0
+    /// The u-blox signal id of an NMEA 4.10+ GSV signal id, after gpsd's `nmea_sigid_to_ubx` table: the row
+    /// is the talker's system (GP, GN and unknown talkers read as GPS, so SBAS and QZSS numbers in a GP
+    /// sentence get GPS's ids, as gpsd gives them); `nil` for no signal id, for 0 ("all signals", Quectel)
+    /// and for a signal u-blox has no id for (gpsd's 99, which it reports as 0: no `sigid`).
+    ///
+    /// One deliberate difference: Galileo 7 (E1-B/C) is 0 (E1 C), where gpsd's table says 4 (E5a Q,
+    /// another band). u-blox receivers report E1 as 0: the ZED-F9T capture (ublox-zed-f9t-ubx_nmea_l5.log)
+    /// sends GAGSV signals 7 and 1 beside NAV-SIG Galileo sigIds 0 and 4.
+    static func ubxSignalID(nmea: Int?, talker: NMEATalker) -> Int? {
+        guard let nmea, nmea > 0 else { return nil }
+        switch talker.system {
+        case .glonass?:
+            // G1 C/A, G2 C/A.
+            switch nmea {
+            case 1: return 0
+            case 3: return 2
+            default: return nil
+            }
+        case .galileo?:
+            // E5a, E5b, E6-A, E6-BC, L1-A, L1-BC.
+            switch nmea {
+            case 1: return 3
+            case 2: return 5
+            case 4: return 10
+            case 5: return 8
+            case 6, 7: return 0
+            default: return nil
+            }
+        case .beidou?:
+            // B1I, B1Q, B1C, B1A, B2a, B3I, B2I.
+            switch nmea {
+            case 1, 4: return 0
+            case 2, 11: return 2
+            case 3: return 5
+            case 5: return 7
+            case 8: return 4
+            default: return nil
+            }
+        case .qzss?:
+            // L1 C/A, L1S, L2 CM, L2 CL, L5 I, L5 Q.
+            switch nmea {
+            case 1: return 0
+            case 4: return 1
+            case 5: return 4
+            case 6: return 5
+            case 7: return 8
+            case 8: return 9
+            default: return nil
+            }
+        case .navic?:
+            return nmea == 1 ? 0 : nil
+        default:
+            // GPS: L1 C/A, L2 CM, L2 CL, L5 I, L5 Q.
+            switch nmea {
+            case 1: return 0
+            case 5: return 4
+            case 6: return 3
+            case 7: return 6
+            case 8: return 7
+            default: return nil
+            }
         }
     }
 
