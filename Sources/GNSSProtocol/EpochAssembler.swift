@@ -82,6 +82,8 @@ public struct EpochAssembler: Sendable {
     private var lastFix: Fix?
     private var olderFix: Fix?
     private var gsvSets: [GSVSet] = []
+    /// Whether the last NMEA sentence was a GSV: the GSV sentences in a row are one run.
+    private var inGSVRun = false
     private var usedSatellites: [UInt32] = []
     private var navSatSatellites: [SatelliteInView] = []
     private var navSatEpoch = -1_000
@@ -165,7 +167,10 @@ public struct EpochAssembler: Sendable {
                     current.reset()
                 }
             } else if same == false {
-                if options.learnCycleEnd { learnedEnd = current.lastKey }
+                if options.learnCycleEnd {
+                    // A cycle cut short in the middle of a GSV set (a receiver dropping output) teaches nothing.
+                    learnedEnd = current.lastKey.flatMap { $0 & EpochAssembler.midSetKeyBit == 0 ? $0 : nil }
+                }
                 emit(close())
                 current.reset()
             }
@@ -186,10 +191,15 @@ public struct EpochAssembler: Sendable {
     }
 
     private static let endOfEpochKey: UInt64 = 1 << 63 | 0x0161
+    /// Marks the key of a GSV sentence that is not the last of its set: the end of a cycle is learnt only
+    /// from a set's last sentence.
+    private static let midSetKeyBit: UInt64 = 1 << 62
 
     // MARK: NMEA
 
     private mutating func consumeNMEA(_ sentence: NMEASentence, _ emit: (Epoch) -> Void) {
+        let continuesGSVRun = inGSVRun
+        inGSVRun = false
         let key: UInt64
         switch sentence {
         case .gga(let s):
@@ -316,29 +326,53 @@ public struct EpochAssembler: Sendable {
                 }
             }
         case .gsv(let s):
-            key = NMEAKey.make(s.talker, formatterGSV)
+            // A GSV key names the signal too: a multi-band receiver sends one set per signal, and a cycle
+            // that ends with the talker's last set must not end at its first.
+            let signal = UInt64(truncatingIfNeeded: (s.signalID ?? -1) &+ 1) & 0xFFFF
+            key = NMEAKey.make(s.talker, formatterGSV) | signal << 40
+                | (s.sentenceNumber >= s.sentenceCount ? 0 : EpochAssembler.midSetKeyBit)
+            // The satellites first: when this sentence ends the cycle, its epoch's SKY shows them.
+            addGSV(s, startsRun: !continuesGSVRun)
+            inGSVRun = true
             participate(key: key, tag: nil, emit) { a in a.hasSkyData = true }
-            addGSV(s)
         case .txt, .pmtk, .proprietary, .unsupported:
             return
         }
     }
 
-    private mutating func addGSV(_ s: NMEAGSV) {
+    /// Takes a GSV sentence into its set (one per talker and signal id). As in gpsd's processGSV, the sets of a
+    /// run of GSV sentences (up to the next other sentence) replace those of the run before, and a SKY shows the
+    /// sets as they were when the last set was complete (gpsd reports the sky view then), so a set cut short,
+    /// by a lost sentence or a receiver dropping output, does not show half.
+    private mutating func addGSV(_ s: NMEAGSV, startsRun: Bool) {
+        if startsRun && s.sentenceNumber <= 1 {
+            for i in gsvSets.indices {
+                gsvSets[i].receiving.removeAll(keepingCapacity: true)
+                gsvSets[i].lastSentence = 0
+            }
+        }
         let setKey = GSVSet.Key(talker: s.talker, signalID: s.signalID)
         let index: Int
         if let found = gsvSets.firstIndex(where: { $0.key == setKey }) {
             index = found
         } else {
-            gsvSets.append(GSVSet(key: setKey, satellites: [], epoch: epochCounter))
+            gsvSets.append(GSVSet(key: setKey))
             index = gsvSets.count - 1
         }
-        if s.sentenceNumber <= 1 { gsvSets[index].satellites.removeAll(keepingCapacity: true) }
-        gsvSets[index].epoch = epochCounter
+        // A set starts over at its first sentence, and at a sentence that does not follow the last one
+        // taken: the Quectel LC79D sends a set's sentence 1 without a signal id and sentence 2 with one,
+        // so the set keyed with the id never sees a sentence 1.
+        if s.sentenceNumber <= 1 || s.sentenceNumber <= gsvSets[index].lastSentence {
+            gsvSets[index].receiving.removeAll(keepingCapacity: true)
+        }
+        gsvSets[index].lastSentence = s.sentenceNumber
+        gsvSets[index].receivingEpoch = epochCounter
         let signal = EpochAssembler.ubxSignalID(nmea: s.signalID, talker: s.talker)
         for satellite in s.satellites {
-            // NMEA 4.10 signal ids only come with system-specific talkers; GN GSV has no system.
-            let systemID = s.signalID == nil ? nil : s.talker.system?.nmeaSystemID
+            // A system's own talker says the system (GL, GA, GB/BD, GQ/QZ, GI: gpsd maps the Quectel LC79D's
+            // Galileo 102 in GAGSV to E02); GP sentences also carry SBAS, QZSS and GLONASS numbers, and GN
+            // sentences any system, so their numbers say the system, as in NMEA 4.0.
+            let systemID = s.talker.system == .gps ? nil : s.talker.system?.nmeaSystemID
             guard let mapped = SatelliteNumbering.fromNMEA(satellite.id, talker: s.talker, systemID: systemID) else {
                 continue
             }
@@ -348,7 +382,15 @@ public struct EpochAssembler: Sendable {
                 signalStrength: satellite.snr.map(Double.init), used: false, signalID: signal)
             if let elevation = entry.elevation, abs(elevation) > 90 { entry.elevation = nil }
             if let azimuth = entry.azimuth, azimuth < 0 || azimuth > 359 { entry.azimuth = nil }
-            gsvSets[index].satellites.append(entry)
+            gsvSets[index].receiving.append(entry)
+        }
+        // The last sentence of a set: what the run has so far is what a SKY shows.
+        if s.sentenceNumber >= s.sentenceCount {
+            for i in gsvSets.indices {
+                gsvSets[i].shown.removeAll(keepingCapacity: true)
+                gsvSets[i].shown.append(contentsOf: gsvSets[i].receiving)
+                gsvSets[i].epoch = gsvSets[i].receivingEpoch
+            }
         }
     }
 
@@ -904,7 +946,7 @@ public struct EpochAssembler: Sendable {
         }
         var satellites: [SatelliteInView] = []
         for set in gsvSets where epochCounter - set.epoch <= options.satelliteExpiryEpochs {
-            for var satellite in set.satellites {
+            for var satellite in set.shown {
                 if let existing = satellites.firstIndex(where: {
                     $0.system == satellite.system && $0.svid == satellite.svid
                 }) {
@@ -1063,12 +1105,19 @@ struct GSVSet: Sendable {
     /// One set of GSV sentences per talker and signal (NMEA 4.10 sends one set per signal).
     struct Key: Equatable, Sendable {
         var talker: NMEATalker
+        /// The NMEA signal id, as the sentences carry it.
         var signalID: Int?
     }
 
     var key: Key
-    var satellites: [SatelliteInView]
-    var epoch: Int
+    /// The satellites of the sentences received so far, and the epoch they came in.
+    var receiving: [SatelliteInView] = []
+    var receivingEpoch = 0
+    /// The number of the last sentence taken into `receiving`.
+    var lastSentence = 0
+    /// What a SKY shows: `receiving` as it was when the last set of the run was complete, and its epoch.
+    var shown: [SatelliteInView] = []
+    var epoch = 0
 }
 
 enum NMEAKey {
