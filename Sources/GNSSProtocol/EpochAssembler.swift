@@ -944,45 +944,68 @@ public struct EpochAssembler: Sendable {
         if epochCounter - svInfoEpoch <= options.satelliteExpiryEpochs {
             return svInfoSatellites
         }
+        // gpsd's SKY from NMEA 4.10+ GSV lists a satellite once per signal, each entry with its sigid, in the
+        // order the sentences came (one GSV set per talker and signal, sets in the order the receiver sends
+        // them), and counts entries in nSat and uSat. An entry is used when the GSA of its system lists the
+        // satellite and the entry has a signal (SNR above 0): GSA does not say which signals were used, so
+        // gpsd marks every received signal of a used satellite (driver_nmea0183.c processGSV). Entries
+        // without SNR, elevation or azimuth are kept. The same satellite and signal in two sets (one
+        // satellite in GP and GN sentences) is one entry, with the strongest SNR.
         var satellites: [SatelliteInView] = []
-        for set in gsvSets where epochCounter - set.epoch <= options.satelliteExpiryEpochs {
-            for var satellite in set.shown {
-                if let existing = satellites.firstIndex(where: {
-                    $0.system == satellite.system && $0.svid == satellite.svid
-                }) {
-                    // Another signal of a satellite already listed: keep one entry, the strongest signal.
-                    if let ss = satellite.signalStrength, ss > (satellites[existing].signalStrength ?? -1) {
-                        satellites[existing].signalStrength = ss
+        var total = 0
+        for set in gsvSets where epochCounter - set.epoch <= options.satelliteExpiryEpochs { total += set.shown.count }
+        satellites.reserveCapacity(total)
+        // System, svid and the set's NMEA signal id of each entry, to find the same satellite and signal.
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: max(1, total)) { keys in
+            var count = 0
+            for set in gsvSets where epochCounter - set.epoch <= options.satelliteExpiryEpochs {
+                let signal = (UInt64(truncatingIfNeeded: (set.key.signalID ?? -1) &+ 1) & 0xFFFF_FFFF) << 32
+                for var satellite in set.shown {
+                    let key = signal | UInt64(satelliteKey(satellite.system, satellite.svid))
+                    let used = usedSatellites.contains(satelliteKey(satellite.system, satellite.svid))
+                    if let existing = keys[0..<count].firstIndex(of: key) {
+                        if let ss = satellite.signalStrength, ss > (satellites[existing].signalStrength ?? -1) {
+                            satellites[existing].signalStrength = ss
+                            satellites[existing].used = used && ss > 0
+                        }
+                        continue
                     }
-                    continue
+                    satellite.used = used && (satellite.signalStrength ?? 0) > 0
+                    satellites.append(satellite)
+                    keys[count] = key
+                    count += 1
                 }
-                satellite.used = usedSatellites.contains(satelliteKey(satellite.system, satellite.svid))
-                satellite.signalID = nil
-                satellites.append(satellite)
             }
         }
         return satellites
     }
 
-    /// DOPs from the line-of-sight geometry of the used satellites (gpsd's `fill_dop`): needs four.
+    /// DOPs from the line-of-sight geometry of the used satellites (gpsd's `fill_dop`): needs four. A satellite
+    /// counts once however many of its signals are listed: DOP is the geometry of the lines of sight. (gpsd
+    /// counts every used entry of its SKY, so a satellite with two used signals weighs twice in its DOPs.)
     static func dops(from satellites: [SatelliteInView]) -> DilutionOfPrecision {
         // The normal matrix (A^T A) of the line-of-sight rows (x, y, z, 1), row-major in a SIMD16.
         var m = SIMD16<Double>()
         var count = 0
-        for s in satellites where s.used {
-            guard let az = s.azimuth, let el = s.elevation, s.prn > 0 else { continue }
-            let a = az * .pi / 180
-            let e = el * .pi / 180
-            let ce = cosine(e)
-            let v = SIMD4<Double>(sine(a) * ce, cosine(a) * ce, sine(e), 1)
-            for i in 0..<4 {
-                let row = v * v[i]
-                m[i * 4] += row[0]
-                m[i * 4 + 1] += row[1]
-                m[i * 4 + 2] += row[2]
-                m[i * 4 + 3] += row[3]
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: max(1, satellites.count)) { counted in
+            for s in satellites where s.used {
+                guard let az = s.azimuth, let el = s.elevation, s.prn > 0 else { continue }
+                let key = satelliteKey(s.system, s.svid)
+                if counted[0..<count].contains(key) { continue }
+                counted[count] = key
+                let a = az * .pi / 180
+                let e = el * .pi / 180
+                let ce = cosine(e)
+                let v = SIMD4<Double>(sine(a) * ce, cosine(a) * ce, sine(e), 1)
+                for i in 0..<4 {
+                    let row = v * v[i]
+                    m[i * 4] += row[0]
+                    m[i * 4 + 1] += row[1]
+                    m[i * 4 + 2] += row[2]
+                    m[i * 4 + 3] += row[3]
+                }
+                count += 1
             }
-            count += 1
         }
         guard count >= 4, let inverse = invert4x4(m) else { return DilutionOfPrecision() }
         let xx = inverse[0], yy = inverse[5], zz = inverse[10], tt = inverse[15]
