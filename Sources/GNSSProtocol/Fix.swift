@@ -185,7 +185,8 @@ public struct SatelliteInView: Hashable, Sendable {
     /// Signal strength, dBHz.
     public var signalStrength: Double?
     public var used: Bool
-    /// Signal id (u-blox numbering), when the receiver says.
+    /// Signal id (u-blox numbering: 0 for GPS L1 C/A, Galileo E1, ...), when the receiver says. A multi-band
+    /// receiver's satellite has one entry per signal.
     public var signalID: Int?
     /// Pseudorange residual, metres; quality indicator and health (u-blox NAV-SAT, NAV-SVINFO).
     public var pseudorangeResidual: Double?
@@ -221,9 +222,23 @@ public struct SkyView: Hashable, Sendable {
         self.satellites = satellites
     }
 
-    /// Satellites in view (gpsd `nSat`) and used (`uSat`).
+    /// Entries in view (gpsd `nSat`) and used (`uSat`): one per satellite and signal, as gpsd counts them, so a
+    /// multi-band receiver's dual-band satellite counts twice.
     public var satellitesVisible: Int { satellites.count }
     public var satellitesUsed: Int { satellites.reduce(0) { $0 + ($1.used ? 1 : 0) } }
+
+    /// Satellites in view and used, each once however many of its signals are listed (used when any is).
+    public var distinctSatellites: (visible: Int, used: Int) {
+        var seen: [UInt32] = []
+        var used: [UInt32] = []
+        seen.reserveCapacity(satellites.count)
+        for satellite in satellites {
+            let key = satelliteKey(satellite.system, satellite.svid)
+            if !seen.contains(key) { seen.append(key) }
+            if satellite.used && !used.contains(key) { used.append(key) }
+        }
+        return (seen.count, used.count)
+    }
 }
 
 /// Maps satellite numbers between NMEA, u-blox and gpsd conventions.

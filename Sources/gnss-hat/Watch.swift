@@ -266,7 +266,13 @@ final class WatchSession: Sendable {
         lines.append(power)
         lines.append("fix      " + describe(snapshot.fix))
         if let sky = snapshot.sky {
-            lines.append("sky      \(sky.satellitesVisible) in view, \(sky.satellitesUsed) used")
+            let distinct = sky.distinctSatellites
+            var line = "sky      \(distinct.visible) in view, \(distinct.used) used"
+            // A multi-band receiver lists a satellite once per signal.
+            if sky.satellitesVisible != distinct.visible {
+                line += " (signals: \(sky.satellitesVisible) in view, \(sky.satellitesUsed) used)"
+            }
+            lines.append(line)
         } else {
             lines.append("sky      -")
         }

@@ -77,8 +77,9 @@ struct MultiSignalSkyTests {
             entries(sky) == [
                 "3/0/u", "7/0/u", "9/0/-", "16/0/u", "3/3/u", "7/3/-", "16/3/u", "311/0/u", "312/0/u", "311/5/u",
             ])
-        // gpsd's nSat and uSat count entries.
+        // gpsd's nSat and uSat count entries; the satellites are six, five of them used.
         #expect(sky.satellitesVisible == 10 && sky.satellitesUsed == 8)
+        #expect(sky.distinctSatellites == (visible: 6, used: 5))
         // Every entry keeps its system, svid and the GSV's elevation and azimuth.
         let l2 = try #require(sky.satellites.first { $0.prn == 16 && $0.signalID == 3 })
         #expect(l2.system == .gps && l2.svid == 16 && l2.elevation == 70 && l2.azimuth == 10 && l2.signalStrength == 36)
