@@ -84,6 +84,10 @@ public struct EpochAssembler: Sendable {
     private var gsvSets: [GSVSet] = []
     /// Whether the last NMEA sentence was a GSV: the GSV sentences in a row are one run.
     private var inGSVRun = false
+    /// Counts the runs of GSV sentences that started over (with a sentence 1), and the sets the current one
+    /// has filled so far, which lead `gsvSets` in the order they came.
+    private var gsvRun = 0
+    private var setsInRun = 0
     private var usedSatellites: [UInt32] = []
     private var navSatSatellites: [SatelliteInView] = []
     private var navSatEpoch = -1_000
@@ -350,14 +354,26 @@ public struct EpochAssembler: Sendable {
                 gsvSets[i].receiving.removeAll(keepingCapacity: true)
                 gsvSets[i].lastSentence = 0
             }
+            gsvRun += 1
+            setsInRun = 0
         }
         let setKey = GSVSet.Key(talker: s.talker, signalID: s.signalID)
-        let index: Int
+        var index: Int
         if let found = gsvSets.firstIndex(where: { $0.key == setKey }) {
             index = found
         } else {
             gsvSets.append(GSVSet(key: setKey))
             index = gsvSets.count - 1
+        }
+        // The sets in the order of this run (gpsd lists the satellites in the order they came): a set
+        // first sent in a later cycle, or sent in another place, moves to where it came.
+        if gsvSets[index].run != gsvRun {
+            gsvSets[index].run = gsvRun
+            if index != setsInRun, setsInRun < gsvSets.count {
+                gsvSets.insert(gsvSets.remove(at: index), at: setsInRun)
+                index = setsInRun
+            }
+            setsInRun += 1
         }
         // A set starts over at its first sentence, and at a sentence that does not follow the last one
         // taken: the Quectel LC79D sends a set's sentence 1 without a signal id and sentence 2 with one,
@@ -1136,8 +1152,9 @@ struct GSVSet: Sendable {
     /// The satellites of the sentences received so far, and the epoch they came in.
     var receiving: [SatelliteInView] = []
     var receivingEpoch = 0
-    /// The number of the last sentence taken into `receiving`.
+    /// The number of the last sentence taken into `receiving`, and the run it came in.
     var lastSentence = 0
+    var run = -1
     /// What a SKY shows: `receiving` as it was when the last set of the run was complete, and its epoch.
     var shown: [SatelliteInView] = []
     var epoch = 0

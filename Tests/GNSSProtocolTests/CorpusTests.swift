@@ -609,16 +609,18 @@ enum SkyComparison {
             guard follows(object, usedByTime[milliseconds] ?? []) else { return false }
             ourLists += 1
         }
-        // And the lists agree without the used flags.
-        func withoutUsed(_ lines: [Substring]) -> [[String]] {
-            skyObjects(lines).map { object in
-                (object["satellites"] as? [[String: Any]] ?? []).map { satellite in
-                    ["PRN", "el", "az", "ss"].map { "\(satellite[$0] ?? "-")" }.joined(separator: ",")
-                }.sorted()
+        // And the lists agree without the used flags: in order, with gnssid, svid and sigid.
+        func withoutUsed(_ lines: [Substring], gpsd: Bool) -> [[String]] {
+            satelliteLists(lines, strict: true, gpsd: gpsd).map { list in
+                list.map { entry in
+                    var fields = entry.split(separator: ",", omittingEmptySubsequences: false)
+                    fields.remove(at: strictFields.firstIndex(of: "used") ?? 0)
+                    return fields.joined(separator: ",")
+                }
             }
         }
-        let theirs = withoutUsed(lines)
-        let mine = withoutUsed(ours)
+        let theirs = withoutUsed(lines, gpsd: true)
+        let mine = withoutUsed(ours, gpsd: false)
         return gpsdLists > 0 && ourLists > 0 && commonInOrder(theirs, mine) >= min(theirs.count, mine.count) - 2
     }
 }

@@ -174,6 +174,19 @@ struct MultiSignalSkyTests {
         #expect(views.last?.satellites.map(\.prn) == [3, 7, 9, 16, 311, 312])
     }
 
+    @Test("entries come in the order sent, also when a set first comes in a later cycle, between two others")
+    func orderSent() throws {
+        let qzss = [gsv(2, 5, 42, 28)]
+        let first = multiBandCycle(second: 0, used: [], gsv: [(.gp, 1, Self.gpsL1), (.ga, 7, Self.galileoE1)])
+        let second = multiBandCycle(
+            second: 1, used: [], gsv: [(.gp, 1, Self.gpsL1), (.qz, 1, qzss), (.qz, 8, qzss), (.ga, 7, Self.galileoE1)])
+        let views = skies(first + second + second)
+        #expect(views.map { $0.satellites.map(\.prn) } == [
+            [3, 7, 9, 16, 311, 312], [3, 7, 9, 16, 194, 194, 311, 312], [3, 7, 9, 16, 194, 194, 311, 312],
+        ])
+        #expect(views.last?.satellites.map(\.signalID) == [0, 0, 0, 0, 0, 9, 0, 0])
+    }
+
     @Test("a set cut short (a receiver dropping output) is not shown half; the epoch still ends at its learned end")
     func setCutShort() throws {
         let glonass = [gsv(65, 10, 20, 30), gsv(66, 20, 30, 31), gsv(67, 30, 40, 32), gsv(68, 40, 50, 33),
