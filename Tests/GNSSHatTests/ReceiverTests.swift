@@ -409,14 +409,22 @@ struct ReceiverConfigurationTests {
         await rig.shutdown()
     }
 
-    @Test("a power-off whose line set fails once tries again: the supply ends off, nothing is reported")
-    func powerOffRetry() async throws {
+    /// What the fake enable line throws in the power-off tests: an I/O error, not a vanished line.
+    static let setFailure = GPIOError.failed(
+        FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError))
+
+    /// A rig whose receiver is on for `first` (a fix with a position came), and its enable line.
+    func poweredWithEnableLine() async throws -> (Rig, SignalSubscription<Fix>, FakeOutputLine) {
         let rig = try Rig(connection: .inProcess)
         let first = rig.receiver.fixes.subscribe()
         _ = try await rig.firstPosition(first)
-        let line = try #require(rig.powerLine)
-        let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
-        line.failNextSet(with: .failed(call))
+        return (rig, first, try #require(rig.powerLine))
+    }
+
+    @Test("a power-off whose line set fails once tries again: the supply ends off, nothing is reported")
+    func powerOffRetry() async throws {
+        let (rig, first, line) = try await poweredWithEnableLine()
+        line.failNextSet(with: Self.setFailure)
         first.cancel()
         try await rig.runUntil { $0 == .off }
         #expect(!rig.powerIsOn)
@@ -428,12 +436,8 @@ struct ReceiverConfigurationTests {
 
     @Test("a subscriber arriving while a power-off pauses before its retry waits for it: time moves on, it powers on")
     func subscriberDuringPowerOffRetry() async throws {
-        let rig = try Rig(connection: .inProcess)
-        let first = rig.receiver.fixes.subscribe()
-        _ = try await rig.firstPosition(first)
-        let line = try #require(rig.powerLine)
-        let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
-        line.failNextSet(with: .failed(call))
+        let (rig, first, line) = try await poweredWithEnableLine()
+        line.failNextSet(with: Self.setFailure)
         first.cancel()
         try await rig.runUntil { $0 == .poweringOff }
         // The power-off's set has failed (or is about to) and it pauses on the manual clock; a
@@ -449,12 +453,8 @@ struct ReceiverConfigurationTests {
 
     @Test("a power-off whose line keeps failing says so, and the next power-off switches the supply off")
     func powerOffFailure() async throws {
-        let rig = try Rig(connection: .inProcess)
-        let first = rig.receiver.fixes.subscribe()
-        _ = try await rig.firstPosition(first)
-        let line = try #require(rig.powerLine)
-        let call = FailedCall(call: "gpiod_line_set_value", device: "gpiochip0", errno: .ioError)
-        line.failNextSets(PowerStrategyRunner.lineOffAttempts, with: .failed(call))
+        let (rig, first, line) = try await poweredWithEnableLine()
+        line.failNextSets(PowerStrategyRunner.lineOffAttempts, with: Self.setFailure)
         first.cancel()
         try await rig.runUntil { $0 == .off }
         #expect(rig.powerIsOn, "every try failed: the line is still on, and the statistics must say so")
