@@ -134,6 +134,7 @@ struct Schedule {
             Issue.record(Comment(rawValue: "still \(receiver.powerState) after the linger (\(error)); "
                 + "signal \(receiver.events.statistics); derived \(derived); busy \(receiver.isBusy); "
                 + "next deadline \(receiver.timeToNextDeadline.map { "\($0)" } ?? "none"); "
+                + "traffic: \(rig.hat.traffic.counts); "
                 + "last failure: \(receiver.statistics.lastFailure ?? "none"): \(context.rawValue)"))
         }
         let levels = rig.powerLine?.levels ?? []

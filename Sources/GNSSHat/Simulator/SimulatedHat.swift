@@ -275,6 +275,14 @@ public final class HatTraffic: Sendable {
     /// Whether nothing is in flight.
     public var isSettled: Bool { state.withLock { $0.isSettled } }
 
+    /// The counts behind `isSettled`, for a test's diagnostics.
+    public var counts: String {
+        state.withLock { s in
+            "receiver wrote \(s.receiverWrote), host consumed \(s.hostConsumed) (open: \(s.hostOpen)); "
+                + "host wrote \(s.hostWrote), receiver consumed \(s.receiverConsumed)"
+        }
+    }
+
     /// Suspends until nothing is in flight, or until the task is cancelled (a test's time limit
     /// then ends a wait for bytes that never come, rather than leaving it hanging).
     public func waitUntilSettled() async {
