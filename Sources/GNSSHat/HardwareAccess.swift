@@ -10,8 +10,9 @@ public protocol SerialLink: ByteLink {
     func discardInput() throws
     /// Waits for bytes with no timeout, or until `waker` is woken (then returns none).
     func read(maxCount: Int, until waker: Waker) throws -> [UInt8]
-    /// The host will read no more from this link (a power-off follows, then `close()`). A link
-    /// that accounts for bytes in flight (the simulator's) stops expecting them to be read.
+    /// The host will read no more from this link: reading was stopped (a power-off follows, then
+    /// `close()`) or a read failed (the stop comes later). A link that accounts for bytes in
+    /// flight (the simulator's) stops expecting them to be read.
     func endReading()
 }
 

@@ -59,6 +59,11 @@ final class UARTTransport: Transport {
                     ?? link.read(maxCount: 4096, timeout: Self.readTimeout)
                 if !bytes.isEmpty { onBytes(bytes) }
             } catch {
+                // Nothing reads this link any more, but it stays open until the stop the failure
+                // leads to, which waits for a start in progress (its pause on the clock, say). Said
+                // now, or a simulated hat counts what its receiver sends meanwhile as in flight, and
+                // a driver of the manual clock waits for that before it moves the time the start needs.
+                link.endReading()
                 if loop.isRunning { onFailure(error) }
                 break
             }
