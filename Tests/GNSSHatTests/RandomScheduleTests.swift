@@ -156,13 +156,27 @@ struct Schedule {
     }
 }
 
-@Suite("Random schedules", .timeLimit(.minutes(10)))
+/// Which schedules RandomScheduleTests runs: seeds 1 to 1,000;
+/// `SEED_COUNT=20000 swift test --filter RandomScheduleTests` runs 1 to 20,000, and `SEEDS=18,31`
+/// only those (to chase one; a seed may repeat).
+enum ScheduleSeeds {
+    static let seeds: [UInt64] = {
+        let environment = ProcessInfo.processInfo.environment
+        if let chosen = environment["SEEDS"] { return chosen.split(separator: ",").compactMap { UInt64($0) } }
+        let count = environment["SEED_COUNT"].flatMap { UInt64($0) } ?? 1000
+        return count > 0 ? Array(1...count) : []
+    }()
+
+    /// Ten minutes per thousand schedules, as for the default thousand (a long run must not end
+    /// on a limit meant for a short one).
+    static var timeLimit: TimeLimitTrait.Duration { .minutes(10 * max(1, (seeds.count + 999) / 1000)) }
+}
+
+@Suite("Random schedules", .timeLimit(ScheduleSeeds.timeLimit))
 struct RandomScheduleTests {
-    /// `SEEDS=18,31 swift test --filter RandomScheduleTests` runs only those seeds (to chase one).
     @Test("1,000 seeded subscribe / cancel / fault schedules never leave the power on past the linger")
     func schedules() async throws {
-        let chosen = ProcessInfo.processInfo.environment["SEEDS"]?.split(separator: ",").compactMap { UInt64($0) }
-        let seeds = chosen ?? Array(UInt64(1)...1000)
+        let seeds = ScheduleSeeds.seeds
         try await withThrowingTaskGroup(of: Void.self) { group in
             var next = seeds.makeIterator()
             for _ in 0..<4 {
