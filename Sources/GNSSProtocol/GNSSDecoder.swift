@@ -5,8 +5,9 @@
 ///
 /// Feed it any chunks with `append`, then call `next()` until it returns `nil` ("need more"); `finish()`
 /// ends the stream and lets `next()` yield the epoch in progress. Each message comes out first, then what
-/// it brought about, in order: the end of the epoch before it, the start of a new one, its own epoch when
-/// it is the cycle's last message, and (on request) the epoch's provisional fix.
+/// it brought about, in order: `epochStarted` when it is the first message since an epoch ended, the
+/// epochs it ended (the one before it, and its own when it is the cycle's last message), and (on request)
+/// the provisional fix of the epoch in progress.
 ///
 /// Like the framer, it allocates nothing per frame in the steady state: a message kept whole (see
 /// `Message.owned`) is a slice of the framer's buffer, valid until the next `append`.
@@ -35,11 +36,13 @@ public struct GNSSDecoder: Sendable {
         case message(Message)
         /// A frame whose checksum was right but whose content did not decode.
         case undecodable(Frame.Kind, DecodeError)
-        /// The message just yielded began a navigation epoch: the next `epoch` is the one it began. (A
-        /// high-rate HNR-PVT fix that arrives inside an epoch is reported at once, and shares its start.)
+        /// The message just yielded is the first since an epoch ended: a receiver's output for the next epoch
+        /// begins with it (its arrival is the epoch's, as gpsd takes the start of a cycle for TOFF). The
+        /// epochs that end from here on, up to the next `epochStarted`, began with it.
         case epochStarted
         /// The fix of the epoch in progress, the first time it has a position (`Options.provisionalFixes`);
-        /// the complete fix follows when the epoch ends.
+        /// the complete fix follows when the epoch ends. Not after a message that ended an epoch: the next
+        /// message gives the new epoch's.
         case provisionalFix(Fix)
         /// A navigation epoch ended: its fix and sky view (either may be absent; both, for an epoch of
         /// messages that carry neither, such as GST alone).
@@ -73,6 +76,8 @@ public struct GNSSDecoder: Sendable {
     private var finishing = false
     /// The epoch in progress was closed for this `finish()`.
     private var flushed = false
+    /// No message came since the last epoch ended (or the stream began): the next one starts an epoch.
+    private var betweenEpochs = true
 
     public init(options: Options = Options()) {
         self.options = options
@@ -128,8 +133,16 @@ public struct GNSSDecoder: Sendable {
             return .undecodable(frame.kind, error)
         }
         counts.messages += 1
+        if betweenEpochs {
+            queue.push(.epochStarted)
+            betweenEpochs = false
+        }
+        let ended = queue.epochsEnded
         assembler.consume(message, into: &queue)
-        if options.provisionalFixes, let fix = assembler.provisionalFix() {
+        if queue.epochsEnded != ended {
+            // The next message starts the next epoch, and gives its provisional fix.
+            betweenEpochs = true
+        } else if options.provisionalFixes, let fix = assembler.provisionalFix() {
             queue.push(.provisionalFix(fix))
         }
         return .message(message)
@@ -154,11 +167,13 @@ public struct GNSSDecoder: Sendable {
     }
 }
 
-/// The outputs a message brought about, yielded after it (at most four: an epoch ended, one started, its
-/// own ended, a provisional fix). The storage is kept between messages, so it allocates once.
+/// The outputs a message brought about, yielded after it (at most three: an epoch started, and two ended
+/// or one and a provisional fix). The storage is kept between messages, so it allocates once.
 private struct OutputQueue: EpochSink, Sendable {
     private var items: [GNSSDecoder.Output] = []
     private var head = 0
+    /// Epochs ended so far (wrapping).
+    private(set) var epochsEnded = 0
 
     mutating func push(_ output: GNSSDecoder.Output) {
         items.append(output)
@@ -175,6 +190,8 @@ private struct OutputQueue: EpochSink, Sendable {
         return item
     }
 
-    mutating func epochStarted() { push(.epochStarted) }
-    mutating func epochEnded(_ epoch: Epoch) { push(.epoch(epoch)) }
+    mutating func epochEnded(_ epoch: Epoch) {
+        epochsEnded &+= 1
+        push(.epoch(epoch))
+    }
 }

@@ -123,17 +123,17 @@ struct GNSSDecoderTests {
         #expect(statistics.provisionalFixes == 0, "provisional fixes are off by default")
     }
 
-    @Test("each message comes first, then the end of the epoch before it, the start of its own, its own end")
+    @Test("each message comes first; a start follows the first message after an epoch ended; then its ends")
     func order() {
         // The first cycle ends when the second's RMC arrives (and teaches that ZDA ends a cycle); from then on
-        // ZDA ends each epoch at once.
+        // ZDA ends each epoch at once. The message after the one that ended an epoch starts the next.
         let bytes = nmeaCycle(second: 41) + nmeaCycle(second: 42) + nmeaCycle(second: 43)
-        let messagesPerCycle = messages(nmeaCycle(second: 41)).count
+        let others = messages(nmeaCycle(second: 41)).count - 1
         let (outputs, statistics) = decodeAll(bytes, split: { _ in 1 })
-        var expected = ["message", "started"] + Array(repeating: "message", count: messagesPerCycle - 1)
-        expected += ["message", "epoch", "started"] + Array(repeating: "message", count: messagesPerCycle - 1)
-        expected += ["epoch"]
-        expected += ["message", "started"] + Array(repeating: "message", count: messagesPerCycle - 1) + ["epoch"]
+        var expected = ["message", "started"] + Array(repeating: "message", count: others)
+        expected += ["message", "epoch", "message", "started"] + Array(repeating: "message", count: others - 2)
+        expected += ["message", "epoch"]
+        expected += ["message", "started"] + Array(repeating: "message", count: others - 1) + ["message", "epoch"]
         #expect(kinds(outputs) == expected)
         #expect(statistics.epochs == 3 && statistics.fixesWithPosition == 3)
     }
@@ -144,8 +144,13 @@ struct GNSSDecoderTests {
         let (outputs, statistics) = decodeAll(bytes, options: GNSSDecoder.Options(provisionalFixes: true),
                                               split: { _ in 7 })
         let kinds = kinds(outputs)
-        // The cycle's first sentence (RMC) carries the position: its provisional fix follows it at once.
+        // The cycle's first sentence (RMC) carries the position: its provisional fix follows it at once, but
+        // for the RMC that ended the epoch before, where the next sentence gives it.
         #expect(Array(kinds.prefix(3)) == ["message", "started", "provisional"])
+        let secondRMC = messages(nmeaCycle(second: 41)).count
+        let second = try #require(outputs.indices.filter { if case .message = outputs[$0] { true } else { false } }
+            .dropFirst(secondRMC).first)
+        #expect(Array(kinds[second...].prefix(5)) == ["message", "epoch", "message", "started", "provisional"])
         #expect(kinds.filter { $0 == "provisional" }.count == 3 && statistics.provisionalFixes == 3)
         let provisional: [Fix] = outputs.compactMap { if case .provisionalFix(let f) = $0 { f } else { nil } }
         let final: [Fix] = outputs.compactMap { if case .epoch(let e) = $0 { e.fix } else { nil } }
@@ -187,7 +192,8 @@ struct GNSSDecoderTests {
             expected = error
         }
         let error = try #require(expected)
-        #expect(outputs == [.undecodable(.nmea, error)] + messages(good).map { .message($0) })
+        // The first message of the stream starts an epoch's output, whatever it is.
+        #expect(outputs == [.undecodable(.nmea, error)] + messages(good).map { .message($0) } + [.epochStarted])
         #expect(statistics.decodeErrors == 1 && statistics.messages == 1 && statistics.framer.nmeaFrames == 2)
     }
 

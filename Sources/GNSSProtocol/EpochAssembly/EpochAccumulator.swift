@@ -50,8 +50,6 @@ struct Accumulator: Sendable {
     var ubxTag: UInt32?
     /// UTC time of day (ns) of the epoch, once a message has given it.
     var utcTimeOfDay: Int64?
-    /// A message has joined the epoch since the last reset (the epoch has started).
-    var begun = false
     /// The epoch was reported (at its learned last message); a later message may still continue it.
     var emitted = false
     /// A provisional fix of this epoch was handed out (`EpochAssembler.provisionalFix()`).

@@ -20,10 +20,9 @@ public struct Epoch: Hashable, Sendable {
     }
 }
 
-/// Where the assembler puts what a message brings about, in order: the start of an epoch and the epochs
-/// that end (at most two per message: the one before it, and its own when it is the cycle's last).
+/// Where the assembler puts the epochs a message ends, in order (at most two: the one before it, and its
+/// own when it is the cycle's last).
 protocol EpochSink {
-    mutating func epochStarted()
     mutating func epochEnded(_ epoch: Epoch)
 }
 
@@ -95,7 +94,7 @@ public struct EpochAssembler: Sendable {
         return epochs
     }
 
-    /// Feeds one message; `sink` learns of the epoch it starts and the epochs it ends, in order.
+    /// Feeds one message; `sink` gets the epochs it ends, in order.
     mutating func consume<Sink: EpochSink>(_ message: Message, into sink: inout Sink) {
         switch message {
         case .nmea(let sentence): consumeNMEA(sentence, into: &sink)
@@ -119,9 +118,10 @@ public struct EpochAssembler: Sendable {
         return buildFix(geometry: .geometry(of: currentSatellites(used: used))).fix
     }
 
-    /// The pending fix of the open epoch the first time it has a position, then `nil` until the next epoch.
+    /// The pending fix of the epoch in progress the first time it has a position, then `nil` until the next
+    /// epoch (or until a high-rate fix or a learned end that was wrong reported something in between).
     mutating func provisionalFix() -> Fix? {
-        guard epochIsOpen, !current.provisionalGiven, current.mayHavePosition, let fix = pendingFix,
+        guard !current.emitted, !current.provisionalGiven, current.mayHavePosition, let fix = pendingFix,
             fix.hasPosition
         else { return nil }
         current.provisionalGiven = true
@@ -167,6 +167,5 @@ public struct EpochAssembler: Sendable {
 private struct EmittingSink: EpochSink {
     let emit: (Epoch) -> Void
 
-    mutating func epochStarted() {}
     mutating func epochEnded(_ epoch: Epoch) { emit(epoch) }
 }

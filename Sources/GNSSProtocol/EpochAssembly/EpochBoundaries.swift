@@ -43,8 +43,10 @@ extension EpochAssembler {
             let same = belongsToCurrent(tag, utc: utc)
             if current.emitted {
                 if same == true {
-                    // The learned end was wrong: the epoch goes on. Forget it and report again at the real end.
+                    // The learned end was wrong: the epoch goes on. Forget it and report again at the real end
+                    // (with a provisional fix again on the way).
                     current.emitted = false
+                    current.provisionalGiven = false
                     learnedEnd = nil
                 } else {
                     current.reset()
@@ -64,10 +66,6 @@ extension EpochAssembler {
             if let utc { current.utcTimeOfDay = utc }
         } else if current.emitted {
             current.reset()
-        }
-        if !current.begun {
-            current.begun = true
-            sink.epochStarted()
         }
         apply(&current)
         current.lastKey = key
@@ -95,7 +93,4 @@ extension EpochAssembler {
         }
         return same
     }
-
-    /// Whether an epoch is open: begun and not yet reported.
-    var epochIsOpen: Bool { current.begun && !current.emitted }
 }

@@ -22,8 +22,8 @@ extension EpochAssembler {
             participate(key: key, tag: .ubx(m.iTOW), into: &sink) { Self.take(m, into: &$0) }
         case .hnrPVT(let m):
             // A high-rate solution between navigation epochs: a fix of its own, outside the epoch in progress.
-            // It starts an epoch of its own only between epochs; inside one it shares that epoch's start.
-            if !epochIsOpen { sink.epochStarted() }
+            // It supersedes that epoch's provisional fix, so the epoch gives one again.
+            current.provisionalGiven = false
             sink.epochEnded(standaloneFix(m))
         case .navTimeGPS(let m):
             if m.leapSecondsValid { leapSeconds = Int(m.leapS) }
