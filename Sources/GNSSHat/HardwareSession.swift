@@ -280,26 +280,26 @@ final class HardwareSession: Sendable {
     /// out as soon as the chunk is decoded (the service's TPV follows from a fix), before the session's
     /// own bookkeeping: its message log and the waiters on statistics.
     private func received(_ bytes: [UInt8]) {
-        let (emitter, events, messages, ready) = state.withLock { state in
+        let (emitter, outputs, messages, ready) = state.withLock { state in
             state.decoder.append(contentsOf: bytes)
             state.statistics.bytesReceived += bytes.count
-            var events: [ReceiverEvent] = []
+            var outputs: [GNSSDecoder.Output] = []
             var messages: [Message] = []
             while let output = state.decoder.next() {
                 count(output, in: &state)
                 guard case .message(let message) = output else {
-                    ReceiverEvent.append(output, to: &events)
+                    outputs.append(output)
                     continue
                 }
                 // Kept past the next append (by subscribers, the log): copied if it shares the decoder's buffer.
                 let owned = message.owned
                 messages.append(owned)
-                events.append(.message(owned))
+                outputs.append(.message(owned))
             }
-            return (state.emitter, events, messages, Self.readyWaiters(&state))
+            return (state.emitter, outputs, messages, Self.readyWaiters(&state))
         }
         if let emitter {
-            for event in events { emitter.send(event) }
+            for output in outputs { ReceiverEvent.forEach(of: output) { emitter.send($0) } }
         }
         log.record(messages)
         for waiter in ready { waiter.resume() }

@@ -26,17 +26,18 @@ public enum ReceiverEvent: Sendable {
 }
 
 extension ReceiverEvent {
-    /// Appends the events a decoder output is delivered as: an epoch becomes its fix, then its sky view
-    /// (either may be absent); a frame that did not decode becomes none (the statistics count it).
-    static func append(_ output: GNSSDecoder.Output, to events: inout [ReceiverEvent]) {
+    /// Calls `deliver` with each event a decoder output is delivered as, in order: an epoch becomes its fix,
+    /// then its sky view (either may be absent); a frame that did not decode becomes none (the statistics
+    /// count it). A message is delivered as it is: make it `owned` first if it is kept.
+    static func forEach(of output: GNSSDecoder.Output, _ deliver: (ReceiverEvent) -> Void) {
         switch output {
-        case .message(let message): events.append(.message(message.owned))
+        case .message(let message): deliver(.message(message))
         case .undecodable: break
-        case .epochStarted: events.append(.epochStarted)
-        case .provisionalFix(let fix): events.append(.provisionalFix(fix))
+        case .epochStarted: deliver(.epochStarted)
+        case .provisionalFix(let fix): deliver(.provisionalFix(fix))
         case .epoch(let epoch):
-            if let fix = epoch.fix { events.append(.fix(fix)) }
-            if let sky = epoch.sky { events.append(.sky(sky)) }
+            if let fix = epoch.fix { deliver(.fix(fix)) }
+            if let sky = epoch.sky { deliver(.sky(sky)) }
         }
     }
 }

@@ -9,8 +9,9 @@
 /// epochs it ended (the one before it, and its own when it is the cycle's last message), and (on request)
 /// the provisional fix of the epoch in progress.
 ///
-/// Like the framer, it allocates nothing per frame in the steady state: a message kept whole (see
-/// `Message.owned`) is a slice of the framer's buffer, valid until the next `append`.
+/// It adds no allocation per frame to those of decoding and assembly: its queue keeps its storage, and a
+/// message kept whole (see `Message.owned`) is a slice of the framer's buffer, valid until the next
+/// `append`. An epoch or provisional fix is boxed, one allocation each (see `Output`).
 public struct GNSSDecoder: Sendable {
     public struct Options: Hashable, Sendable {
         /// The framer's bounds on frame lengths.
@@ -30,7 +31,8 @@ public struct GNSSDecoder: Sendable {
         }
     }
 
-    /// One thing the stream said.
+    /// One thing the stream said. The epoch and provisional fix cases are indirect: a fix is over 500 bytes,
+    /// and inline it would make every output that wide, messages included, and every copy of one as long.
     public enum Output: Hashable, Sendable {
         /// A decoded message, in arrival order.
         case message(Message)
@@ -43,10 +45,10 @@ public struct GNSSDecoder: Sendable {
         /// The fix of the epoch in progress, the first time it has a position (`Options.provisionalFixes`);
         /// the complete fix follows when the epoch ends. Not after a message that ended an epoch: the next
         /// message gives the new epoch's.
-        case provisionalFix(Fix)
+        indirect case provisionalFix(Fix)
         /// A navigation epoch ended: its fix and sky view (either may be absent; both, for an epoch of
         /// messages that carry neither, such as GST alone).
-        case epoch(Epoch)
+        indirect case epoch(Epoch)
     }
 
     /// What the decoder has seen and yielded.

@@ -1,5 +1,5 @@
 import Foundation
-@testable import GNSSHat  // ReceiverEvent.append: decoder outputs as the session delivers them
+@testable import GNSSHat  // ReceiverEvent.forEach(of:): decoder outputs as the session delivers them
 import GNSSProtocol
 @testable import GPSD
 import PiHardware
@@ -25,7 +25,7 @@ private func messages(_ bytes: [UInt8]) throws -> [Message] {
 private func events(_ bytes: [UInt8], _ decoder: inout GNSSDecoder) -> [ReceiverEvent] {
     decoder.append(contentsOf: bytes)
     var events: [ReceiverEvent] = []
-    while let output = decoder.next() { ReceiverEvent.append(output, to: &events) }
+    while let output = decoder.next() { ReceiverEvent.forEach(of: output) { events.append($0) } }
     return events
 }
 

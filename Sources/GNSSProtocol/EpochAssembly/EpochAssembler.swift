@@ -81,10 +81,13 @@ public struct EpochAssembler: Sendable {
 
     /// Feeds one message; `emit` is called for each epoch it completes (at most twice per message).
     public mutating func consume(_ message: Message, emit: (Epoch) -> Void) {
-        withoutActuallyEscaping(emit) { emit in
-            var sink = EmittingSink(emit: emit)
-            consume(message, into: &sink)
-        }
+        // The epochs are collected first and handed over after: a sink holding the closure would make it
+        // escape, and its captures would be boxed on the heap at every call.
+        var sink = CollectingSink()
+        consume(message, into: &sink)
+        if let first = sink.first { emit(first) }
+        if let second = sink.second { emit(second) }
+        for epoch in sink.more { emit(epoch) }
     }
 
     /// Feeds one message and returns the epochs it completed.
@@ -163,9 +166,20 @@ public struct EpochAssembler: Sendable {
     }
 }
 
-/// A sink that hands each epoch to a closure (the public `consume(_:emit:)`).
-private struct EmittingSink: EpochSink {
-    let emit: (Epoch) -> Void
+/// Holds the epochs of one message for the public `consume(_:emit:)`: two without allocating (the most a
+/// message ends), any more in an array.
+private struct CollectingSink: EpochSink {
+    var first: Epoch?
+    var second: Epoch?
+    var more: [Epoch] = []
 
-    mutating func epochEnded(_ epoch: Epoch) { emit(epoch) }
+    mutating func epochEnded(_ epoch: Epoch) {
+        if first == nil {
+            first = epoch
+        } else if second == nil {
+            second = epoch
+        } else {
+            more.append(epoch)
+        }
+    }
 }
