@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes GNSSProtocol (framer, NMEA/UBX/RTCM3 decoders, epoch assembler) with libFuzzer and
+# Fuzzes GNSSProtocol (framer, NMEA/UBX/RTCM3 decoders, the GNSSDecoder pipeline) with libFuzzer and
 # AddressSanitizer for SECONDS (default 60). The corpus it grows is kept in .build/fuzz-corpus, and
 # seeds cut from the shared captures in .build/fuzz-seeds, so each run goes on where the last stopped;
 # inputs that once failed are kept in Tests/Fixtures/fuzz-regressions and replayed every run. A failing

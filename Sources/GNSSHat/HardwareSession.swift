@@ -13,11 +13,17 @@ public struct ReceiverOptions: Sendable {
     public var configure: Bool?
     /// The navigation period to configure (nil: the board's).
     public var period: Duration?
+    /// Whether `events` also carries `.provisionalFix`: each epoch's fix as soon as it has a position,
+    /// before the epoch ends (the service's `--early-position`). Costs one more fix per epoch.
+    public var provisionalFixes: Bool
 
-    public init(linger: Duration? = nil, configure: Bool? = nil, period: Duration? = nil) {
+    public init(
+        linger: Duration? = nil, configure: Bool? = nil, period: Duration? = nil, provisionalFixes: Bool = false
+    ) {
         self.linger = linger
         self.configure = configure
         self.period = period
+        self.provisionalFixes = provisionalFixes
     }
 }
 
@@ -34,12 +40,15 @@ final class HardwareSession: Sendable {
     let period: Duration
     /// The device name used when the link is the simulator (its pseudo-terminal's path varies).
     let simulatedDevice: @Sendable () -> String
+    /// How received bytes are decoded (a new decoder for each power-on).
+    let decoding: GNSSDecoder.Options
 
     private struct State {
         var emitter: SignalEmitter<ReceiverEvent>?
         var transport: (any Transport)?
-        var decoder = ReceiverDecoder()
+        var decoder = GNSSDecoder()
         var statistics = ReceiverStatistics()
+        /// The framer's counters of the sessions before the current one.
         var framer = FramerStatistics()
         var poweredSince: Duration?
         var firstFixSeen = false
@@ -84,6 +93,7 @@ final class HardwareSession: Sendable {
         self.configure = options.configure ?? board.configuration.enabled
         self.period = options.period ?? board.configuration.period
         self.simulatedDevice = simulatedDevice
+        self.decoding = GNSSDecoder.Options(provisionalFixes: options.provisionalFixes)
     }
 
     // MARK: - Statistics
@@ -101,16 +111,7 @@ final class HardwareSession: Sendable {
     var framerStatistics: FramerStatistics {
         state.withLock { state in
             var total = state.framer
-            let current = state.decoder.framer.statistics
-            total.bytesReceived += current.bytesReceived
-            total.nmeaFrames += current.nmeaFrames
-            total.ubxFrames += current.ubxFrames
-            total.rtcm3Frames += current.rtcm3Frames
-            total.bytesDiscarded += current.bytesDiscarded
-            total.fillerBytes += current.fillerBytes
-            total.checksumFailures += current.checksumFailures
-            total.impossibleLengths += current.impossibleLengths
-            total.interruptedSentences += current.interruptedSentences
+            total += state.decoder.statistics.framer
             return total
         }
     }
@@ -155,7 +156,7 @@ final class HardwareSession: Sendable {
         let now = clock.now()
         state.withLock { state in
             state.emitter = emitter
-            state.decoder = ReceiverDecoder()
+            state.decoder = GNSSDecoder(options: decoding)
             state.poweredSince = now
             state.firstFixSeen = false
             state.statistics.powerOns += 1
@@ -259,7 +260,7 @@ final class HardwareSession: Sendable {
             } catch {
                 continue
             }
-            state.withLock { $0.decoder.resetFramer() }
+            state.withLock { $0.decoder.reset() }
             let speedMark = log.mark
             tried.append(speed)
             if try await firstMessage(after: speedMark, within: window, where: { _ in true }) != nil {
@@ -275,48 +276,58 @@ final class HardwareSession: Sendable {
 
     // MARK: - Running
 
-    /// Decodes bytes from the reader and emits what they complete.
+    /// Decodes bytes from the reader and emits what they complete, in the decoder's order. The events go
+    /// out as soon as the chunk is decoded (the service's TPV follows from a fix), before the session's
+    /// own bookkeeping: its message log and the waiters on statistics.
     private func received(_ bytes: [UInt8]) {
-        // The messages go out first: a client waits for what follows from them (a TPV from
-        // NAV-PVT or RMC). The receiver's own epochs, its message log and waiters come after.
-        var messages: [Message] = []
-        let emitter = state.withLock { state -> SignalEmitter<ReceiverEvent>? in
-            let errors = state.decoder.decode(bytes, into: &messages)
+        let (emitter, outputs, messages, ready) = state.withLock { state in
+            state.decoder.append(contentsOf: bytes)
             state.statistics.bytesReceived += bytes.count
-            state.statistics.messages += messages.count
-            state.statistics.decodeErrors += errors
-            return state.emitter
+            var outputs: [GNSSDecoder.Output] = []
+            var messages: [Message] = []
+            while let output = state.decoder.next() {
+                count(output, in: &state)
+                guard case .message(let message) = output else {
+                    outputs.append(output)
+                    continue
+                }
+                // Kept past the next append (by subscribers, the log): copied if it shares the decoder's buffer.
+                let owned = message.owned
+                messages.append(owned)
+                outputs.append(.message(owned))
+            }
+            return (state.emitter, outputs, messages, Self.readyWaiters(&state))
         }
         if let emitter {
-            for message in messages { emitter.send(.message(message)) }
-        }
-        var epochs: [Epoch] = []
-        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.decoder.assemble(messages, into: &epochs)
-            state.statistics.epochs += epochs.count
-            for epoch in epochs {
-                guard let fix = epoch.fix, fix.hasPosition else { continue }
-                state.statistics.fixes += 1
-                if !state.firstFixSeen, let since = state.poweredSince {
-                    state.firstFixSeen = true
-                    let count = state.statistics.timesToFirstFix.count
-                    if count > 0 { state.statistics.timesToFirstFix[count - 1] = clock.now() - since }
-                }
-            }
-            for message in messages {
-                if case .ubx(.monVER(let version)) = message {
-                    state.statistics.protocolVersion = version.protocolVersion ?? state.statistics.protocolVersion
-                    state.statistics.firmware = version.softwareVersion
-                }
-            }
-            return Self.readyWaiters(&state)
+            for output in outputs { ReceiverEvent.forEach(of: output) { emitter.send($0) } }
         }
         log.record(messages)
         for waiter in ready { waiter.resume() }
-        guard let emitter else { return }
-        for epoch in epochs {
-            if let fix = epoch.fix { emitter.send(.fix(fix)) }
-            if let sky = epoch.sky { emitter.send(.sky(sky)) }
+    }
+
+    /// The statistics one decoder output changes: messages, decode errors, epochs, fixes and the time to
+    /// the session's first fix, and what MON-VER says.
+    private func count(_ output: GNSSDecoder.Output, in state: inout State) {
+        switch output {
+        case .message(let message):
+            state.statistics.messages += 1
+            if case .ubx(.monVER(let version)) = message {
+                state.statistics.protocolVersion = version.protocolVersion ?? state.statistics.protocolVersion
+                state.statistics.firmware = version.softwareVersion
+            }
+        case .undecodable:
+            state.statistics.decodeErrors += 1
+        case .epoch(let epoch):
+            state.statistics.epochs += 1
+            guard let fix = epoch.fix, fix.hasPosition else { return }
+            state.statistics.fixes += 1
+            if !state.firstFixSeen, let since = state.poweredSince {
+                state.firstFixSeen = true
+                let count = state.statistics.timesToFirstFix.count
+                if count > 0 { state.statistics.timesToFirstFix[count - 1] = clock.now() - since }
+            }
+        case .epochStarted, .provisionalFix:
+            break
         }
     }
 
@@ -430,17 +441,8 @@ final class HardwareSession: Sendable {
             if let failure { state.statistics.lastFailure = failure }
             state.statistics.powerOffFailure = supplyCut ? nil : failure
             if !supplyCut && failure != nil { state.statistics.failedPowerOffs += 1 }
-            let framer = state.decoder.framer.statistics
-            state.framer.bytesReceived += framer.bytesReceived
-            state.framer.nmeaFrames += framer.nmeaFrames
-            state.framer.ubxFrames += framer.ubxFrames
-            state.framer.rtcm3Frames += framer.rtcm3Frames
-            state.framer.bytesDiscarded += framer.bytesDiscarded
-            state.framer.fillerBytes += framer.fillerBytes
-            state.framer.checksumFailures += framer.checksumFailures
-            state.framer.impossibleLengths += framer.impossibleLengths
-            state.framer.interruptedSentences += framer.interruptedSentences
-            state.decoder = ReceiverDecoder()
+            state.framer += state.decoder.statistics.framer
+            state.decoder = GNSSDecoder(options: decoding)
             return Self.readyWaiters(&state)
         }
         for waiter in ready { waiter.resume() }
@@ -452,39 +454,5 @@ final class HardwareSession: Sendable {
     /// Releases the lines (the Receiver shuts down).
     func release() {
         lines.releaseAll()
-    }
-}
-
-/// Bytes to messages and epochs, through GNSSProtocol (GNSSHat never parses bytes itself).
-struct ReceiverDecoder: Sendable {
-    var framer = Framer()
-    var assembler = EpochAssembler()
-
-    /// Decodes `bytes` into `messages`; returns the number of frames that did not decode.
-    mutating func decode(_ bytes: [UInt8], into messages: inout [Message]) -> Int {
-        framer.append(contentsOf: bytes)
-        var errors = 0
-        while let frame = framer.next() {
-            // A message keeps a slice of its frame: copy it, so the framer's buffer is not shared.
-            let owned = Frame(kind: frame.kind, bytes: ArraySlice(Array(frame.bytes)))
-            do {
-                messages.append(try Message(frame: owned))
-            } catch {
-                errors += 1
-            }
-        }
-        return errors
-    }
-
-    /// Groups decoded messages into epochs, appending the ones they complete.
-    mutating func assemble(_ messages: [Message], into epochs: inout [Epoch]) {
-        for message in messages {
-            assembler.consume(message) { epochs.append($0) }
-        }
-    }
-
-    /// Drops partial frames (after a speed change).
-    mutating func resetFramer() {
-        framer.reset()
     }
 }

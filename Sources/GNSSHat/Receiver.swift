@@ -23,9 +23,11 @@ public import Signals
 public final class Receiver: Sendable {
     /// The board this receiver sits on.
     public let board: Board
-    /// Every event of the hardware session (messages, fixes, sky views, PPS pulses, notices).
+    /// Every event of the hardware session (messages, epoch starts, provisional and complete fixes, sky
+    /// views, PPS pulses, notices), decoded once for every view.
     public let events: RefCountedSignal<ReceiverEvent>
-    /// The fix of each navigation epoch; the latest is replayed to new subscribers.
+    /// The fix of each navigation epoch, once the epoch has ended (provisional fixes are in `events` only);
+    /// the latest is replayed to new subscribers.
     public let fixes: RefCountedSignal<Fix>
     /// The sky view of each navigation epoch; the latest is replayed to new subscribers.
     public let sky: RefCountedSignal<SkyView>

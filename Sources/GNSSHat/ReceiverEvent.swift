@@ -3,10 +3,18 @@
 public import GNSSProtocol
 public import PiHardware
 
-/// One event of the receiver's hardware session.
+/// One event of the receiver's hardware session, in the order `GNSSDecoder` yields them: a message, then
+/// what it brought about (the start of an epoch's output, the fix and sky view of an epoch it ended).
 public enum ReceiverEvent: Sendable {
     /// A decoded message (NMEA, UBX or RTCM 3), in arrival order.
     case message(Message)
+    /// The message just delivered is the first since an epoch ended: the receiver's output for the next
+    /// epoch begins with it, and the next `fix` and `sky` are that epoch's (the service takes the time of
+    /// this event as the epoch's arrival, for TOFF and chrony).
+    case epochStarted
+    /// The fix of the epoch in progress the first time it has a position, before the epoch ends; `fix`
+    /// follows with the complete one. Only with `ReceiverOptions(provisionalFixes: true)`.
+    case provisionalFix(Fix)
     /// The fix of a navigation epoch (gpsd TPV meaning; `mode` may be "no fix").
     case fix(Fix)
     /// The sky view of a navigation epoch (gpsd SKY meaning).
@@ -15,6 +23,23 @@ public enum ReceiverEvent: Sendable {
     case pps(PPSPulse)
     /// Something a user should know that is not an error, e.g. the speed the receiver was found at.
     case notice(String)
+}
+
+extension ReceiverEvent {
+    /// Calls `deliver` with each event a decoder output is delivered as, in order: an epoch becomes its fix,
+    /// then its sky view (either may be absent); a frame that did not decode becomes none (the statistics
+    /// count it). A message is delivered as it is: make it `owned` first if it is kept.
+    static func forEach(of output: GNSSDecoder.Output, _ deliver: (ReceiverEvent) -> Void) {
+        switch output {
+        case .message(let message): deliver(.message(message))
+        case .undecodable: break
+        case .epochStarted: deliver(.epochStarted)
+        case .provisionalFix(let fix): deliver(.provisionalFix(fix))
+        case .epoch(let epoch):
+            if let fix = epoch.fix { deliver(.fix(fix)) }
+            if let sky = epoch.sky { deliver(.sky(sky)) }
+        }
+    }
 }
 
 /// A time pulse, as the kernel timestamped its edge.

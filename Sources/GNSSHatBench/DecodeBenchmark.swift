@@ -47,7 +47,8 @@ enum DecodeBenchmark {
                 + "UBX \(summary.ubx), RTCM3 \(summary.rtcm3)), \(summary.decodeErrors) undecodable, "
                 + "\(summary.discarded) bytes discarded, \(summary.checksumFailures) checksum failures; "
                 + "allocations per frame: framer \(String(format: "%.3f", allocations.framer)), typed decode "
-                + "\(String(format: "%.3f", allocations.typed))")
+                + "\(String(format: "%.3f", allocations.typed)), pipeline with epochs "
+                + "\(String(format: "%.3f", allocations.pipeline))")
         // Ours: the `gnss-hat decode` pipeline, gpsd JSON out.
         var jsonBytes = 0
         let json = await Bench.median(runs: runs) {
@@ -157,35 +158,64 @@ enum DecodeBenchmark {
         return produced + output.count
     }
 
-    /// Heap allocations per frame: the framer alone, and framer plus typed decoding, after a warm-up.
-    static func allocationsPerFrame(_ bytes: [UInt8]) -> (framer: Double, typed: Double) {
+    /// Heap allocations per frame, after a warm-up: the framer alone, framer plus typed decoding, and the
+    /// whole GNSSDecoder pipeline (which also assembles epochs: their satellite lists allocate).
+    static func allocationsPerFrame(_ bytes: [UInt8]) -> (framer: Double, typed: Double, pipeline: Double) {
         let sample = Array(bytes.prefix(8_000_000))
-        var framer = Framer()
-        var frames = 0
-        func feed(decode: Bool) {
-            sample.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let end = min(raw.count, offset + chunk)
-                    framer.append(UnsafeRawBufferPointer(rebasing: raw[offset..<end]))
-                    offset = end
-                    while let frame = framer.next() {
-                        frames += 1
-                        if decode, let message = try? Message(frame: frame) { blackHole(value(message)) }
+        /// Allocations per frame of `feed` over the sample in chunks, after a warm-up pass (buffers reach
+        /// their steady size); `feed` returns the frames a chunk gave.
+        func measure(_ feed: (UnsafeRawBufferPointer) -> Int) -> Double {
+            func pass() -> Int {
+                sample.withUnsafeBytes { raw in
+                    var frames = 0
+                    var offset = 0
+                    while offset < raw.count {
+                        let end = min(raw.count, offset + chunk)
+                        frames += feed(UnsafeRawBufferPointer(rebasing: raw[offset..<end]))
+                        offset = end
                     }
+                    return frames
                 }
             }
+            _ = pass()
+            let before = gnsshat_allocation_count()
+            let frames = pass()
+            return Double(gnsshat_allocation_count() - before) / Double(max(1, frames))
         }
-        feed(decode: false)  // warm-up: the buffer reaches its steady size
-        frames = 0
-        var before = gnsshat_allocation_count()
-        feed(decode: false)
-        let framerOnly = Double(gnsshat_allocation_count() - before) / Double(max(1, frames))
-        frames = 0
-        before = gnsshat_allocation_count()
-        feed(decode: true)
-        let typed = Double(gnsshat_allocation_count() - before) / Double(max(1, frames))
-        return (framerOnly, typed)
+        func framed(decode: Bool) -> Double {
+            var framer = Framer()
+            return measure { chunk in
+                framer.append(chunk)
+                var frames = 0
+                while let frame = framer.next() {
+                    frames += 1
+                    if decode, let message = try? Message(frame: frame) { blackHole(value(message)) }
+                }
+                return frames
+            }
+        }
+        let framerOnly = framed(decode: false)
+        let typed = framed(decode: true)
+        var decoder = GNSSDecoder()
+        let pipeline = measure { chunk in
+            decoder.append(chunk)
+            var frames = 0
+            while let output = decoder.next() {
+                switch output {
+                case .message(let message):
+                    frames += 1
+                    blackHole(value(message))
+                case .undecodable:
+                    frames += 1
+                case .epoch(let epoch):
+                    blackHole(epoch.fix?.latitude ?? 0)
+                case .epochStarted, .provisionalFix:
+                    break
+                }
+            }
+            return frames
+        }
+        return (framerOnly, typed, pipeline)
     }
 
     @inline(never)

@@ -241,6 +241,12 @@ public struct SkyView: Hashable, Sendable {
     }
 }
 
+/// A satellite as one number, its system and svid: to find a satellite in a list without hashing.
+@inline(__always)
+func satelliteKey(_ system: GNSSSystem, _ svid: Int) -> UInt32 {
+    UInt32(system.rawValue) << 16 | UInt32(truncatingIfNeeded: svid & 0xFFFF)
+}
+
 /// Maps satellite numbers between NMEA, u-blox and gpsd conventions.
 public enum SatelliteNumbering {
     /// gpsd's PRN for a u-blox (gnssId, svId) pair: NMEA 4.0's extended numbers, as gpsd's

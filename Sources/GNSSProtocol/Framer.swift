@@ -41,6 +41,19 @@ public struct FramerStatistics: Sendable, Hashable {
     public init() {}
 
     public var frames: Int { nmeaFrames + ubxFrames + rtcm3Frames }
+
+    /// Adds another framer's counters (of an earlier session, say) to these.
+    public static func += (total: inout FramerStatistics, more: FramerStatistics) {
+        total.bytesReceived += more.bytesReceived
+        total.nmeaFrames += more.nmeaFrames
+        total.ubxFrames += more.ubxFrames
+        total.rtcm3Frames += more.rtcm3Frames
+        total.bytesDiscarded += more.bytesDiscarded
+        total.fillerBytes += more.fillerBytes
+        total.checksumFailures += more.checksumFailures
+        total.impossibleLengths += more.impossibleLengths
+        total.interruptedSentences += more.interruptedSentences
+    }
 }
 
 /// Splits a byte stream that mixes NMEA 0183, UBX and RTCM 3 into frames.

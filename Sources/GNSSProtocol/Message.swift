@@ -10,6 +10,11 @@ public struct RTCM3Frame: Hashable, Sendable {
         bytes = frame
     }
 
+    /// A frame already checked by `init(frame:)`.
+    fileprivate init(verified frame: ArraySlice<UInt8>) {
+        bytes = frame
+    }
+
     /// The message number: the first 12 bits of the payload (1005 station, 1077 GPS MSM7, ...).
     public var messageNumber: Int {
         let start = bytes.startIndex
@@ -44,6 +49,27 @@ public enum Message: Hashable, Sendable {
         case .nmea: self = .nmea(try NMEASentence(frame: frame.bytes))
         case .ubx: self = .ubx(try UBXMessage(frame: frame.bytes))
         case .rtcm3: self = .rtcm3(try RTCM3Frame(frame: frame.bytes))
+        }
+    }
+}
+
+extension Message {
+    /// The message with storage of its own. A message kept whole (an RTCM 3 frame, an NMEA sentence or UBX
+    /// message of a kind not decoded) holds a slice of the buffer its frame came from; keep such a message
+    /// past the next `append` of the framer (or `GNSSDecoder`) only as this copy, or the framer's buffer is
+    /// copied at that `append`. Typed messages own their fields already and come back as they are.
+    public var owned: Message {
+        switch self {
+        case .nmea(.proprietary(let address, let sentence)):
+            return .nmea(.proprietary(address, sentence: ArraySlice(Array(sentence))))
+        case .nmea(.unsupported(let address, let sentence)):
+            return .nmea(.unsupported(address, sentence: ArraySlice(Array(sentence))))
+        case .ubx(.other(let id, let payload)):
+            return .ubx(.other(id, payload: ArraySlice(Array(payload))))
+        case .rtcm3(let frame):
+            return .rtcm3(RTCM3Frame(verified: ArraySlice(Array(frame.bytes))))
+        case .nmea, .ubx:
+            return self
         }
     }
 }

@@ -14,6 +14,8 @@ final class ChronyFeed: Sendable {
         var lastPPSAttempt: Int64 = .min
         var token: SignalToken?
         var reported: Set<String> = []
+        /// `stop()` ran: a socket connected after it is closed, not kept.
+        var stopped = false
     }
 
     private let serialPath: String?
@@ -35,6 +37,7 @@ final class ChronyFeed: Sendable {
                 state.token = nil
                 state.serial = nil
                 state.pps = nil
+                state.stopped = true
             }
             return (state.token, state.serial, state.pps)
         }
@@ -60,21 +63,7 @@ final class ChronyFeed: Sendable {
         // the edge's second is known from the receiver.
         let sample = ChronySample(systemTime: offset.clock, offset: Double(offset.real - offset.clock) / 1e9,
                                   isPulse: isPulse)
-        let now = offset.clock / 1_000_000_000
-        let socket: DatagramSocket? = state.withLock { state in
-            if let socket = pps ? state.pps : state.serial { return socket }
-            let last = pps ? state.lastPPSAttempt : state.lastSerialAttempt
-            guard now != last else { return nil }
-            if pps { state.lastPPSAttempt = now } else { state.lastSerialAttempt = now }
-            guard let socket = try? DatagramSocket.connect(to: path) else {
-                if state.reported.insert(path).inserted { log("chrony socket \(path): nobody listens (is chronyd up?)") }
-                return nil
-            }
-            state.reported.remove(path)
-            if pps { state.pps = socket } else { state.serial = socket }
-            return socket
-        }
-        guard let socket else { return }
+        guard let socket = socket(path: path, pps: pps, now: offset.clock / 1_000_000_000) else { return }
         do {
             try socket.send(sample.datagram)
         } catch {
@@ -84,5 +73,48 @@ final class ChronyFeed: Sendable {
             }
             socket.close()
         }
+    }
+
+    /// The socket to `path`, connected now if there is none and the last try was before the second `now`.
+    /// The state changes under the lock; connecting and the log line happen after it is released.
+    private func socket(path: String, pps: Bool, now: Int64) -> DatagramSocket? {
+        let step = state.withLock { state -> Step in
+            if let socket = pps ? state.pps : state.serial { return .use(socket) }
+            let last = pps ? state.lastPPSAttempt : state.lastSerialAttempt
+            guard now != last, !state.stopped else { return .wait }
+            if pps { state.lastPPSAttempt = now } else { state.lastSerialAttempt = now }
+            return .connect
+        }
+        switch step {
+        case .use(let socket): return socket
+        case .wait: return nil
+        case .connect: break
+        }
+        guard let socket = try? DatagramSocket.connect(to: path) else {
+            let first = state.withLock { $0.reported.insert(path).inserted }
+            if first { log("chrony socket \(path): nobody listens (is chronyd up?)") }
+            return nil
+        }
+        let kept = state.withLock { state -> Bool in
+            state.reported.remove(path)
+            guard !state.stopped else { return false }
+            if pps { state.pps = socket } else { state.serial = socket }
+            return true
+        }
+        guard kept else {
+            socket.close()
+            return nil
+        }
+        return socket
+    }
+
+    /// What `socket(path:pps:now:)` decided under the lock.
+    private enum Step {
+        /// The connected socket.
+        case use(DatagramSocket)
+        /// None yet: connect now.
+        case connect
+        /// None, and tried this second already (or stopped).
+        case wait
     }
 }

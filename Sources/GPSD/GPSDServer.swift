@@ -163,10 +163,13 @@ public final class GPSDServer: Sendable {
     public var statistics: GPSDServerStatistics { shared.withLock { $0.statistics } }
 
     func finished() {
-        shared.withLock { state in
+        let activity = shared.withLock { state in
             state.finished = true
-            state.activityTask?.cancel()
+            return state.activityTask
         }
+        // Cancelling runs the task's cancellation handlers (the activity stream's termination): not under
+        // the lock.
+        activity?.cancel()
         finishWaiters.resumeAll()
     }
 }

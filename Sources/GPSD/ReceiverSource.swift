@@ -2,40 +2,31 @@
 //
 // The source's signal is derived from the receiver's: its first subscriber (the first watcher)
 // subscribes the receiver's `events`, which powers the hat on; its last one releases it, and the
-// receiver powers off after its linger. Epochs are assembled here from the receiver's messages so
-// that a TPV can go out as soon as an epoch's position is known (early-position mode) and so that
-// each epoch's arrival time is known for TOFF and chrony.
+// receiver powers off after its linger. The reports come from the receiver's own epochs (its fixes and
+// sky views, and its provisional fixes for early-position mode); the receiver's epoch starts say when
+// each epoch's first message arrived, for TOFF and chrony.
 
 public import GNSSHat
 import GNSSProtocol
 import PiHardware
 import Signals
 
-/// How a receiver's events become reports.
-public struct ReceiverReportOptions: Sendable {
-    /// Publish a TPV as soon as the epoch's position is known, then the complete TPV when the epoch
-    /// ends (gpsd waits for the end of the cycle).
-    public var earlyPosition: Bool
-
-    public init(earlyPosition: Bool = false) {
-        self.earlyPosition = earlyPosition
-    }
-}
-
 extension GPSDSource {
-    /// The reports of `receiver`: TPV, SKY, TOFF and PPS, NMEA sentences and binary frames.
-    public static func receiver(_ receiver: Receiver, options: ReceiverReportOptions = ReceiverReportOptions())
-        -> GPSDSource
-    {
+    /// The reports of `receiver`: TPV, SKY, TOFF and PPS, NMEA sentences and binary frames. An early TPV
+    /// goes out for each provisional fix the receiver delivers (`ReceiverOptions(provisionalFixes: true)`,
+    /// what `gnss-hat serve --early-position` sets), then the complete TPV when the epoch ends.
+    public static func receiver(_ receiver: Receiver) -> GPSDSource {
         let device = GPSDDevice(receiver: receiver)
         let upstream = Lock<SignalToken?>(nil)
         let path = device.path
         let demand = PassThroughDemand()
         let events = RefCountedSignal<GPSDEvent>(configuration: SignalConfiguration(replay: .none)) { emitter in
-            let encoder = Lock(ReportEncoder(device: path, earlyPosition: options.earlyPosition, demand: demand))
+            let encoder = Lock(ReportEncoder(device: path, demand: demand))
             let token = receiver.events.subscribe(onValue: { event in
                 let now = WallClock.now()
-                encoder.withLock { $0.consume(event, at: now, monotonicNow: WallClock.monotonicNow()) { emitter.send($0) } }
+                // Lock, encode, unlock, then send: the watchers are not called under the encoder's lock.
+                let reports = encoder.withLock { $0.consume(event, at: now, monotonicNow: WallClock.monotonicNow()) }
+                for report in reports { emitter.send(report) }
             }, onCompletion: { completion in
                 if case .failure(let error) = completion { emitter.fail(error) }
             })
@@ -105,34 +96,40 @@ extension GPSDDevice {
     }
 }
 
-/// Turns receiver events into gpsd events: runs its own epoch assembly over the messages, encodes
-/// TPV and SKY once, and notes when each epoch began.
+/// Turns receiver events into gpsd events: encodes each TPV and SKY once, and notes when each epoch
+/// began. It assembles nothing: the receiver's fixes and sky views are the reports.
 struct ReportEncoder {
     let device: String
-    let earlyPosition: Bool
     /// Sentences and frames are encoded again only while a watcher wants them.
     let demand: PassThroughDemand
-    private var assembler = EpochAssembler()
-    /// Wall-clock time of the first message of the epoch in progress.
+    /// Wall-clock time of the latest epoch start: the arrival of the first message after an epoch ended.
     private var epochStart: Int64?
-    /// The early TPV of the epoch in progress was sent.
-    private var earlySent = false
     private var buffer: [UInt8] = []
 
-    init(device: String, earlyPosition: Bool, demand: PassThroughDemand = PassThroughDemand(wanted: true)) {
+    init(device: String, demand: PassThroughDemand = PassThroughDemand(wanted: true)) {
         self.device = device
-        self.earlyPosition = earlyPosition
         self.demand = demand
         buffer.reserveCapacity(4096)
     }
 
-    /// Consumes one receiver event received at wall-clock `now`; calls `emit` for each report.
-    mutating func consume(
-        _ event: ReceiverEvent, at now: Int64, monotonicNow: Int64, emit: (GPSDEvent) -> Void
-    ) {
+    /// The reports of one receiver event received at wall-clock `now` (monotonic `monotonicNow`).
+    mutating func consume(_ event: ReceiverEvent, at now: Int64, monotonicNow: Int64) -> Reports {
         switch event {
         case .message(let message):
-            consume(message, at: now, emit: emit)
+            return demand.isWanted ? Reports(Self.passThrough(message)) : Reports()
+        case .epochStarted:
+            epochStart = now
+            return Reports()
+        case .provisionalFix(let fix):
+            return Reports(.tpv(encodeTPV(fix)))
+        case .fix(let fix):
+            let tpv = GPSDEvent.tpv(encodeTPV(fix))
+            guard fix.hasPosition, let time = fix.time, let start = epochStart else { return Reports(tpv) }
+            return Reports(tpv, .timeOffset(TimeOffset(real: time.nanosecondsSinceEpoch, clock: start)))
+        case .sky(let sky):
+            buffer.removeAll(keepingCapacity: true)
+            GPSDReport.appendSKY(sky, device: device, to: &buffer)
+            return Reports(.sky(buffer))
         case .pps(let pulse):
             // The edge's system time: realtime stamps as they are, monotonic ones moved to the wall
             // clock. The second it marks is the nearest whole one (the system clock is assumed
@@ -140,55 +137,20 @@ struct ReportEncoder {
             let stamp = pulse.edge.timestamp.clampedNanoseconds
             let clock = pulse.edge.clock == .realtime ? stamp : now - (monotonicNow - stamp)
             let real = (clock + 500_000_000) / 1_000_000_000 * 1_000_000_000
-            emit(.pulse(TimeOffset(real: real, clock: clock)))
-        case .fix, .sky, .notice:
-            // Fixes and sky views are assembled here from the messages (see above).
-            break
+            return Reports(.pulse(TimeOffset(real: real, clock: clock)))
+        case .notice:
+            return Reports()
         }
     }
 
-    mutating func consume(_ message: Message, at now: Int64, emit: (GPSDEvent) -> Void) {
-        if epochStart == nil { epochStart = now }
-        if demand.isWanted { passThrough(message, emit: emit) }
-        assemble(message, at: now, emit: emit)
-    }
-
-    private func passThrough(_ message: Message, emit: (GPSDEvent) -> Void) {
+    /// A message as the receiver sent it, for watchers of raw or NMEA output: a UBX message framed again,
+    /// an RTCM 3 frame whole, a sentence as `bytes(of:)` gives it.
+    private static func passThrough(_ message: Message) -> GPSDEvent {
         switch message {
-        case .nmea(let sentence):
-            emit(.sentence(Self.bytes(of: sentence)))
-        case .ubx(let ubx):
-            if let frame = Self.frame(of: ubx) { emit(.frame(frame)) }
-        case .rtcm3(let frame):
-            emit(.frame(Array(frame.bytes)))
+        case .nmea(let sentence): .sentence(bytes(of: sentence))
+        case .ubx(let ubx): .frame(ubx.frame)
+        case .rtcm3(let frame): .frame(Array(frame.bytes))
         }
-    }
-
-    private mutating func assemble(_ message: Message, at now: Int64, emit: (GPSDEvent) -> Void) {
-        var epochs: [Epoch] = []
-        assembler.consume(message) { epochs.append($0) }
-        if epochs.isEmpty {
-            if earlyPosition, !earlySent, let fix = assembler.pendingFix, fix.hasPosition {
-                earlySent = true
-                emit(.tpv(encodeTPV(fix)))
-            }
-            return
-        }
-        for epoch in epochs {
-            if let fix = epoch.fix {
-                emit(.tpv(encodeTPV(fix)))
-                if fix.hasPosition, let time = fix.time, let start = epochStart {
-                    emit(.timeOffset(TimeOffset(real: time.nanosecondsSinceEpoch, clock: start)))
-                }
-            }
-            if let sky = epoch.sky {
-                buffer.removeAll(keepingCapacity: true)
-                GPSDReport.appendSKY(sky, device: device, to: &buffer)
-                emit(.sky(buffer))
-            }
-        }
-        epochStart = nil
-        earlySent = false
     }
 
     private mutating func encodeTPV(_ fix: Fix) -> [UInt8] {
@@ -209,35 +171,23 @@ struct ReportEncoder {
             return sentence.sentence()
         }
     }
+}
 
-    /// A UBX message as a frame again.
-    static func frame(of message: UBXMessage) -> [UInt8]? {
-        switch message {
-        case .navPVT(let m): m.frame
-        case .navSAT(let m): m.frame
-        case .navSVINFO(let m): m.frame
-        case .navStatus(let m): m.frame
-        case .navDOP(let m): m.frame
-        case .navTimeUTC(let m): m.frame
-        case .navSOL(let m): m.frame
-        case .navPOSLLH(let m): m.frame
-        case .navVELNED(let m): m.frame
-        case .navTimeGPS(let m): m.frame
-        case .navHPPOSLLH(let m): m.frame
-        case .hnrPVT(let m): m.frame
-        case .monVER(let m): m.frame
-        case .ack(let m): UBX.frame(message.messageID, payload: m.payload)
-        case .nak(let m): UBX.frame(message.messageID, payload: m.payload)
-        case .inf(let m): m.frame
-        case .cfgValGet(let m): m.frame
-        case .cfgValSet(let m): m.frame
-        case .cfgMsg(let m): m.frame
-        case .cfgPrt(let m): m.frame
-        case .cfgRate(let m): m.frame
-        case .cfgRst(let m): m.frame
-        case .rxmPMREQ(let m): m.frame
-        case .poll(let id): UBX.frame(id, payload: [UInt8]())
-        case .other(let id, let payload): UBX.frame(id, payload: payload)
+/// The reports of one receiver event: none, one, or two (a fix's TPV and its TOFF), without an array.
+struct Reports: Sequence, IteratorProtocol {
+    private var first: GPSDEvent?
+    private var second: GPSDEvent?
+
+    init(_ first: GPSDEvent? = nil, _ second: GPSDEvent? = nil) {
+        self.first = first
+        self.second = second
+    }
+
+    mutating func next() -> GPSDEvent? {
+        defer {
+            first = second
+            second = nil
         }
+        return first
     }
 }

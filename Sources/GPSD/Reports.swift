@@ -259,17 +259,13 @@ struct JSONWriter {
     }
 }
 
-/// Turns a raw capture into gpsd TPV and SKY lines: framer, decoder and epoch assembler in one.
+/// Turns a raw capture into gpsd TPV and SKY lines: the GNSSDecoder pipeline, then the JSON of each epoch.
 /// `gnss-hat decode` and the `decode` benchmark both run this.
 public struct GPSDStreamEncoder: Sendable {
-    public private(set) var framer = Framer()
-    public private(set) var assembler = EpochAssembler()
-    /// Messages decoded, by name (`GGA`, `NAV-PVT`, `RTCM3 1005`, ...), and frames that failed to decode.
+    public private(set) var decoder = GNSSDecoder()
+    /// Messages decoded, by name (`GGA`, `NAV-PVT`, `RTCM3 1005`, ...).
     public private(set) var messageCounts: [String: Int] = [:]
-    public private(set) var decodeErrors = 0
-    public private(set) var fixes = 0
     public private(set) var fixesByMode: [FixMode: Int] = [:]
-    public private(set) var skyViews = 0
     /// Count message names (costs a dictionary update per message; off for pure throughput).
     public var countsMessages: Bool
     public var device: String?
@@ -279,49 +275,41 @@ public struct GPSDStreamEncoder: Sendable {
         self.countsMessages = countsMessages
     }
 
+    /// The pipeline's counters: frames, errors, messages, epochs, fixes and sky views.
+    public var statistics: GNSSDecoder.Statistics { decoder.statistics }
+
     /// Feeds bytes and appends the JSON lines of the epochs they complete to `output`.
     public mutating func append(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
-        framer.append(bytes)
+        decoder.append(bytes)
         drain(to: &output)
     }
 
     /// Ends the stream: flushes the framer and the epoch in progress.
     public mutating func finish(to output: inout [UInt8]) {
-        framer.finish()
+        decoder.finish()
         drain(to: &output)
-        if let epoch = assembler.finish() { write(epoch, to: &output) }
     }
 
     private mutating func drain(to output: inout [UInt8]) {
-        while let frame = framer.next() {
-            let message: Message
-            do {
-                message = try Message(frame: frame)
-            } catch {
-                decodeErrors += 1
-                continue
+        while let next = decoder.next() {
+            switch next {
+            case .message(let message):
+                if countsMessages { messageCounts[GPSDStreamEncoder.name(of: message), default: 0] += 1 }
+            case .epoch(let epoch):
+                write(epoch, to: &output)
+            case .undecodable, .epochStarted, .provisionalFix:
+                break
             }
-            if countsMessages { messageCounts[GPSDStreamEncoder.name(of: message), default: 0] += 1 }
-            // At most two epochs end per message; collect them so the closure does not touch `self`.
-            var first: Epoch?
-            var second: Epoch?
-            assembler.consume(message) { epoch in
-                if first == nil { first = epoch } else { second = epoch }
-            }
-            if let first { write(first, to: &output) }
-            if let second { write(second, to: &output) }
         }
     }
 
     private mutating func write(_ epoch: Epoch, to output: inout [UInt8]) {
         if let fix = epoch.fix {
-            fixes += 1
             fixesByMode[fix.mode, default: 0] += 1
             GPSDReport.appendTPV(fix, device: device, to: &output, lineEnding: false)
             output.append(UInt8(ascii: "\n"))
         }
         if let sky = epoch.sky {
-            skyViews += 1
             GPSDReport.appendSKY(sky, device: device, to: &output, lineEnding: false)
             output.append(UInt8(ascii: "\n"))
         }

@@ -61,18 +61,19 @@ enum DecodeCommand: Subcommand {
     }
 
     static func report(_ encoder: GPSDStreamEncoder, headerBytes: Int) -> String {
-        let s = encoder.framer.statistics
+        let statistics = encoder.statistics
+        let s = statistics.framer
         var lines: [String] = []
         lines.append("bytes: \(s.bytesReceived + headerBytes) (comment headers \(headerBytes))")
         lines.append("frames: \(s.frames) (NMEA \(s.nmeaFrames), UBX \(s.ubxFrames), RTCM3 \(s.rtcm3Frames))")
         lines.append(
             "errors: \(s.checksumFailures) checksum, \(s.impossibleLengths) impossible length, "
-                + "\(s.interruptedSentences) interrupted sentence, \(encoder.decodeErrors) undecodable")
+                + "\(s.interruptedSentences) interrupted sentence, \(statistics.decodeErrors) undecodable")
         lines.append("discarded: \(s.bytesDiscarded) bytes, I2C filler: \(s.fillerBytes) bytes")
         let modes = encoder.fixesByMode
         lines.append(
-            "epochs: \(encoder.fixes) fixes (3D \(modes[.threeD] ?? 0), 2D \(modes[.twoD] ?? 0), "
-                + "no fix \(modes[.noFix] ?? 0)), \(encoder.skyViews) sky views")
+            "epochs: \(statistics.fixes) fixes (3D \(modes[.threeD] ?? 0), 2D \(modes[.twoD] ?? 0), "
+                + "no fix \(modes[.noFix] ?? 0)), \(statistics.skyViews) sky views")
         let messages = encoder.messageCounts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
         lines.append("messages: " + messages.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         return lines.joined(separator: "\n") + "\n"

@@ -69,9 +69,10 @@ enum ServeCommand: Subcommand {
         }
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
-        let receiver = try Receiver(board: board, options: ReceiverOptions(linger: linger))
-        let source = GPSDSource.receiver(
-            receiver, options: ReceiverReportOptions(earlyPosition: arguments.flag("early-position")))
+        // --early-position: the receiver hands out each epoch's provisional fix, which the source reports.
+        let receiver = try Receiver(
+            board: board, options: ReceiverOptions(linger: linger, provisionalFixes: arguments.flag("early-position")))
+        let source = GPSDSource.receiver(receiver)
         let server: GPSDServer
         do {
             server = try GPSDServer(source: source, configuration: GPSDServerConfiguration(

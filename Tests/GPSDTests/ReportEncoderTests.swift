@@ -1,5 +1,5 @@
 import Foundation
-import GNSSHat
+@testable import GNSSHat  // ReceiverEvent.forEach(of:): decoder outputs as the session delivers them
 import GNSSProtocol
 @testable import GPSD
 import PiHardware
@@ -19,6 +19,14 @@ private func messages(_ bytes: [UInt8]) throws -> [Message] {
     var result: [Message] = []
     while let frame = framer.next() { result.append(try Message(frame: frame)) }
     return result
+}
+
+/// The receiver's events for the next `bytes`, as its session delivers them.
+private func events(_ bytes: [UInt8], _ decoder: inout GNSSDecoder) -> [ReceiverEvent] {
+    decoder.append(contentsOf: bytes)
+    var events: [ReceiverEvent] = []
+    while let output = decoder.next() { ReceiverEvent.forEach(of: output) { events.append($0) } }
+    return events
 }
 
 /// Two NMEA epochs (12:00:00 and 12:00:01) and the start of a third.
@@ -45,13 +53,17 @@ private func describe(_ event: GPSDEvent) -> String {
 
 @Suite("Receiver reports")
 struct ReportEncoderTests {
-    /// Feeds the epochs one sentence at a time, the n-th at wall time n ms.
+    /// Feeds the receiver's events for the epochs one sentence at a time, the n-th at wall time n ms; with
+    /// `earlyPosition`, the receiver gives provisional fixes (`ReceiverOptions.provisionalFixes`).
     private func run(earlyPosition: Bool) throws -> [(index: Int, event: String)] {
-        var encoder = ReportEncoder(device: "/dev/ttyS0", earlyPosition: earlyPosition)
+        var decoder = GNSSDecoder(options: GNSSDecoder.Options(provisionalFixes: earlyPosition))
+        var encoder = ReportEncoder(device: "/dev/ttyS0")
         var output: [(Int, String)] = []
         for (index, sentence) in epochs.enumerated() {
-            for message in try messages(sentence) {
-                encoder.consume(message, at: Int64(index) * 1_000_000) { output.append((index, describe($0))) }
+            for event in events(sentence, &decoder) {
+                for report in encoder.consume(event, at: Int64(index) * 1_000_000, monotonicNow: 0) {
+                    output.append((index, describe(report)))
+                }
             }
         }
         return output
@@ -88,11 +100,14 @@ struct ReportEncoderTests {
 
     @Test("with no watcher wanting them, sentences are not encoded again; the reports still come")
     func noDemand() throws {
-        var encoder = ReportEncoder(device: "/dev/ttyS0", earlyPosition: false, demand: PassThroughDemand())
+        var decoder = GNSSDecoder()
+        var encoder = ReportEncoder(device: "/dev/ttyS0", demand: PassThroughDemand())
         var kinds: [String] = []
         for sentence in epochs {
-            for message in try messages(sentence) {
-                encoder.consume(message, at: 0) { kinds.append(String(describe($0).prefix(4))) }
+            for event in events(sentence, &decoder) {
+                for report in encoder.consume(event, at: 0, monotonicNow: 0) {
+                    kinds.append(String(describe(report).prefix(4)))
+                }
             }
         }
         #expect(!kinds.contains("NMEA"))
@@ -101,22 +116,22 @@ struct ReportEncoderTests {
 
     @Test("a PPS edge on the monotonic clock is moved to the wall clock; its second is the nearest one")
     func pulse() {
-        var encoder = ReportEncoder(device: "/dev/ttyS0", earlyPosition: false)
-        var events: [String] = []
+        var encoder = ReportEncoder(device: "/dev/ttyS0")
         let edge = EdgeEvent(kind: .rising, timestamp: .seconds(100), clock: .monotonic, sequence: 1)
-        encoder.consume(.pps(PPSPulse(edge: edge)), at: 1_700_000_000_000_300_000, monotonicNow: 100_000_500_000) {
-            events.append(describe($0))
-        }
-        #expect(events == ["PPS real 1700000000000000000 clock 1699999999999800000"])
+        let reports = encoder.consume(
+            .pps(PPSPulse(edge: edge)), at: 1_700_000_000_000_300_000, monotonicNow: 100_000_500_000)
+        #expect(reports.map(describe) == ["PPS real 1700000000000000000 clock 1699999999999800000"])
     }
 
     @Test("UBX messages pass through as frames that decode to the same message")
     func frames() throws {
         let poll: [UInt8] = [0xB5, 0x62, 0x0A, 0x04, 0x00, 0x00, 0x0E, 0x34]
-        var encoder = ReportEncoder(device: "/dev/ttyS0", earlyPosition: false)
+        var encoder = ReportEncoder(device: "/dev/ttyS0")
         var frames: [[UInt8]] = []
         for message in try messages(poll) {
-            encoder.consume(message, at: 0) { if case .frame(let bytes) = $0 { frames.append(bytes) } }
+            for report in encoder.consume(.message(message), at: 0, monotonicNow: 0) {
+                if case .frame(let bytes) = report { frames.append(bytes) }
+            }
         }
         #expect(frames == [poll])
     }

@@ -334,7 +334,8 @@ struct Model: Sendable {
     var rejectConfiguration = false
     var ignoreConfiguration = false
     var corruptFrames = 0
-    var framer = Framer()
+    /// What the host sends, decoded (only its messages matter here).
+    var intake = GNSSDecoder()
     var random: SeededGenerator
     var epochsSent = 0
     var fixesSent = 0
@@ -378,7 +379,7 @@ struct Model: Sendable {
         nmeaOutput = true
         mtkRates = PMTK.SentenceRates()
         period = settings.period
-        framer.reset()
+        intake.reset()
         bootUntil = now + settings.simulation.boot
         enter(.booting, now: now)
     }
@@ -612,10 +613,10 @@ struct Model: Sendable {
             break
         }
         if silent { return }
-        framer.append(contentsOf: bytes)
-        while let frame = framer.next() {
-            guard let message = try? Message(frame: Frame(kind: frame.kind, bytes: ArraySlice(Array(frame.bytes))))
-            else { continue }
+        intake.append(contentsOf: bytes)
+        while let decoded = intake.next() {
+            // A command is acted on at once and never kept, so it may share the decoder's buffer.
+            guard case .message(let message) = decoded else { continue }
             handle(message, now: now, output: &output)
             // A command may have put the receiver to sleep: the rest is not read.
             if mode == .backup || mode == .standby || mode == .perpetualBackup || mode == .booting { break }

@@ -1,5 +1,0 @@
-import Testing
-
-@Test func builds() {
-    #expect(Bool(true))
-}
