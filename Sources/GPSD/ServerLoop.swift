@@ -55,7 +55,7 @@ final class ServerLoop: @unchecked Sendable {
     private var closedMaxQueued = 0
     private var readBuffer = [UInt8](repeating: 0, count: 4096)
 
-    init(server: GPSDServer, signals: SignalWatcher?) throws(SocketError) {
+    init(server: GPSDServer, signals: SignalWatcher?) throws(SystemError) {
         self.server = server
         self.signals = signals
         configuration = server.configuration

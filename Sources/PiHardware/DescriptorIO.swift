@@ -150,7 +150,7 @@ extension Waker {
     /// drains the one it saw: true when this one was woken (it wins when both were, and `wake`
     /// stays pending for the next wait), false when `wake` was. For in-process sources that say
     /// "ready" with a waker of their own, as the simulator's and the test fakes' edge sources do.
-    public func wait(until wake: Waker) throws(SocketError) -> Bool {
+    public func wait(until wake: Waker) throws(SystemError) -> Bool {
         switch DescriptorIO.waitForInput(rawDescriptor, device: "eventfd", timeout: nil, wake: wake) {
         case .readable:
             drain()
@@ -158,7 +158,7 @@ extension Waker {
         case .woken, .timedOut:
             return false
         case .hungUp(let failure), .failed(let failure):
-            throw SocketError(failure)
+            throw SystemError(failure)
         }
     }
 

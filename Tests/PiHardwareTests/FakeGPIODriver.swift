@@ -180,7 +180,7 @@ final class FakeLineHandle: GPIOLineHandle, @unchecked Sendable {
                 throw FailedCall(call: "gpiod_line_request_get_fd", device: device, errno: .notPermitted)
             }
             if line.ready == nil {
-                do throws(SocketError) {
+                do throws(SystemError) {
                     line.ready = try Waker()
                 } catch {
                     throw FailedCall(call: "eventfd", device: device, errno: error.failedCall?.errno)

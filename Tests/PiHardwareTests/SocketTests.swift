@@ -253,7 +253,7 @@ struct SignalWatcherTests {
         #expect {
             try SeamMock.$current.withValue(mock) { _ = try SignalWatcher() }
         } throws: { error in
-            (error as? SocketError)?.failedCall?.call == "sigaction"
+            (error as? SystemError)?.failedCall?.call == "sigaction"
         }
     }
 }
@@ -291,13 +291,9 @@ struct SocketSeamTests {
         ("accept4", .tooManyOpenFilesInSystem, "outOfDescriptors"),
         ("recv", .connectionReset, "peerGone"),
         ("send", .brokenPipe, "peerGone"),
-        ("epoll_create1", .tooManyOpenFiles, "outOfDescriptors"),
-        ("epoll_ctl", .noMemory, "failed"),
-        ("epoll_wait", .invalidArgument, "failed"),
-        ("eventfd", .tooManyOpenFiles, "outOfDescriptors"),
     ]
 
-    @Test("an injected error becomes the typed error, naming the call", arguments: mappings)
+    @Test("an injected error becomes the typed socket error, naming the call", arguments: mappings)
     func mapping(call: SystemCall, errno: Errno, expected: String) throws {
         let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
         let client = try SocketConnection.connect(to: listener.address)
@@ -305,7 +301,7 @@ struct SocketSeamTests {
         _ = client
         let mock = SeamMock()
         mock.fail(call, with: errno)
-        do {
+        #expect {
             try SeamMock.$current.withValue(mock) {
                 switch call.rawValue {
                 case "socket", "setsockopt(SO_REUSEADDR)", "bind", "listen":
@@ -315,25 +311,66 @@ struct SocketSeamTests {
                 case "recv":
                     var buffer = [UInt8](repeating: 0, count: 4)
                     _ = try buffer.withUnsafeMutableBytes { try server.receive(into: $0) }
-                case "send":
+                default:
                     _ = try [UInt8](repeating: 1, count: 4).withUnsafeBytes { try server.send($0) }
+                }
+            }
+        } throws: { error in
+            guard let error = error as? SocketError else { return false }
+            return kind(error) == expected && error.failedCall?.call == call.rawValue
+                && error.failedCall?.errno == errno
+        }
+        #expect(mock.pendingFailures == 0)
+    }
+
+    static let pollerMappings: [(SystemCall, Errno, String)] = [
+        ("epoll_create1", .tooManyOpenFiles, "outOfDescriptors"),
+        ("epoll_ctl", .noMemory, "failed"),
+        ("epoll_wait", .invalidArgument, "failed"),
+        ("eventfd", .tooManyOpenFiles, "outOfDescriptors"),
+        ("eventfd", .tooManyOpenFilesInSystem, "outOfDescriptors"),
+        ("pipe", .tooManyOpenFiles, "outOfDescriptors"),
+        ("fcntl(F_SETFL)", .invalidArgument, "failed"),
+        ("pthread_create", .wouldBlock, "failed"),
+    ]
+
+    @Test("the poller, wakers, the signal pipe and threads fail with a SystemError naming the call",
+          arguments: pollerMappings)
+    func systemMapping(call: SystemCall, errno: Errno, expected: String) throws {
+        let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
+        let mock = SeamMock()
+        mock.fail(call, with: errno)
+        #expect {
+            try SeamMock.$current.withValue(mock) {
+                switch call.rawValue {
                 case "epoll_create1":
                     _ = try Poller()
                 case "epoll_ctl":
-                    try Poller().add(server.rawDescriptor, token: 1, interest: .readable)
+                    try Poller().add(listener.rawDescriptor, token: 1, interest: .readable)
                 case "epoll_wait":
                     _ = try Poller().wait(timeout: .zero)
-                default:
+                case "eventfd":
                     _ = try Waker()
+                case "pipe", "fcntl(F_SETFL)":
+                    _ = try SignalWatcher(signals: [])
+                default:
+                    _ = try LoopThread(name: "test-unstarted") {}
                 }
             }
-            Issue.record("\(call) failing with \(errno) did not throw")
-        } catch let error as SocketError {
-            #expect(kind(error) == expected)
-            #expect(error.failedCall?.call == call.rawValue)
-            #expect(error.failedCall?.errno == errno)
+        } throws: { error in
+            guard let error = error as? SystemError else { return false }
+            return kind(error) == expected && error.failedCall?.call == call.rawValue
+                && error.failedCall?.errno == errno
         }
         #expect(mock.pendingFailures == 0)
+    }
+
+    @Test("a closed poller says so as a SystemError")
+    func closedPoller() throws {
+        let poller = try Poller()
+        poller.close()
+        #expect(throws: SystemError.closed(device: "epoll")) { try poller.wait(timeout: .zero) }
+        #expect(throws: SystemError.closed(device: "epoll")) { try poller.add(0, token: 1, interest: .readable) }
     }
 }
 
@@ -347,6 +384,15 @@ func kind(_ error: SocketError) -> String {
     case .peerGone: "peerGone"
     case .outOfDescriptors: "outOfDescriptors"
     case .invalidAddress: "invalidAddress"
+    case .closed: "closed"
+    case .failed: "failed"
+    }
+}
+
+/// A short name per error case, so tables can say which case they expect.
+func kind(_ error: SystemError) -> String {
+    switch error {
+    case .outOfDescriptors: "outOfDescriptors"
     case .closed: "closed"
     case .failed: "failed"
     }
