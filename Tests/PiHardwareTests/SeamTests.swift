@@ -57,11 +57,11 @@ func kind(_ error: SerialError) -> String {
     }
 }
 
-@Suite("The syscall seam: serial ports and pseudo-terminals")
+@Suite("The syscall seam: serial ports")
 struct SerialSeamTests {
     /// What a case does once a pseudo-terminal is open: each exercises different calls.
     enum Action: String, CaseIterable, Sendable {
-        case open, read, write, drain, speed, pseudoTerminal
+        case open, read, write, drain, speed
     }
 
     /// Runs `action` with `mock` installed, against a pseudo-terminal opened before it.
@@ -81,8 +81,6 @@ struct SerialSeamTests {
                 try port.drain()
             case .speed:
                 try port.setSpeed(4800)
-            case .pseudoTerminal:
-                _ = try PseudoTerminal(holdDeviceOpen: true)
             }
         }
     }
@@ -103,11 +101,6 @@ struct SerialSeamTests {
         ("write", .ioError, .write, "vanished"),
         ("write", .brokenPipe, .write, "hangUp"),
         ("tcdrain", .ioError, .drain, "vanished"),
-        ("posix_openpt", .noSuchFileOrDirectory, .pseudoTerminal, "notFound"),
-        ("grantpt", .permissionDenied, .pseudoTerminal, "permissionDenied"),
-        ("unlockpt", .invalidArgument, .pseudoTerminal, "failed"),
-        ("ptsname_r", .notATerminal, .pseudoTerminal, "notATerminal"),
-        ("fcntl(F_GETFL)", .invalidArgument, .pseudoTerminal, "failed"),
     ]
 
     @Test("an injected error becomes the typed error, naming the call", arguments: mappings)
@@ -130,9 +123,7 @@ struct SerialSeamTests {
     static let retried: [(SystemCall, Action)] = [
         ("open", .open), (.ioctl("TIOCEXCL"), .open), ("tcgetattr", .open), ("tcsetattr", .open),
         ("cfsetispeed", .open), ("cfsetospeed", .open), ("poll", .read), ("read", .read), ("write", .write),
-        ("tcdrain", .drain), ("posix_openpt", .pseudoTerminal), ("grantpt", .pseudoTerminal),
-        ("unlockpt", .pseudoTerminal), ("ptsname_r", .pseudoTerminal), ("fcntl(F_GETFL)", .pseudoTerminal),
-        ("fcntl(F_SETFL)", .pseudoTerminal),
+        ("tcdrain", .drain),
     ]
 
     @Test("EINTR is retried: three interruptions cost three more calls and no error", arguments: retried)
