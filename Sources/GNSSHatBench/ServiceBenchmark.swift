@@ -24,7 +24,7 @@
 // GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300).
 
 import Foundation
-import PiHardware
+import LinuxSystem
 import Synchronization
 
 enum ServiceBenchmark {

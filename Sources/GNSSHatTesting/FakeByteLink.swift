@@ -1,7 +1,8 @@
 // A fake serial port: an in-memory byte stream with a far side the test plays.
 import Dispatch
-public import PiHardware
 import GNSSHat  // dispatchDeadline
+public import LinuxSystem
+import PiHardware  // SerialError
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `ByteLink` (a serial port, a DDC link): the test feeds bytes the "receiver"

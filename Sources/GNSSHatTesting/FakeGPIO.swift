@@ -1,6 +1,7 @@
 // A fake set of GPIO lines: outputs record every level driven, inputs emit edges on demand.
-public import PiHardware
 import GNSSHat  // EdgeQueue
+public import LinuxSystem
+public import PiHardware
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `GPIOLines`: hands out `FakeOutputLine`s and `FakeEdgeSource`s by address,

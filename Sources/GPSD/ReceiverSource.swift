@@ -8,6 +8,7 @@
 
 public import GNSSHat
 import GNSSProtocol
+import LinuxSystem
 import PiHardware
 import Signals
 

@@ -1,5 +1,6 @@
 // GPIO chips and lines: finding the chip and the line, requesting it, mapping errors. The C
 // calls live behind `GPIODriver` (libgpiod v1 or v2, chosen at build time).
+public import LinuxSystem
 internal import Synchronization
 
 /// An open GPIO chip (`/dev/gpiochipN`) through libgpiod.

@@ -1,6 +1,7 @@
 // An I2C bus through i2c-dev: combined transfers with the I2C_RDWR ioctl.
 internal import CI2C
 internal import Glibc
+internal import LinuxSystem
 internal import Synchronization
 
 /// One segment of a combined I2C transfer; each starts with a (repeated) START.
@@ -190,4 +191,15 @@ public final class I2CAdapter: I2CBus {
         }
         return reads
     }
+}
+
+// MARK: - The seam's libi2c call
+
+/// `i2c_smbus_write_quick(3)` (libi2c): one SMBus quick command, the address and a read/write bit.
+/// Returns 0 or a negative errno (libi2c's convention); the seam turns that into -1 and `errno`.
+func system_smbus_write_quick(_ fd: CInt, _ value: UInt8, _ device: String) -> CInt {
+    if let errno = seamEnter("i2c_smbus_write_quick", device) { return failC(errno) }
+    let result = i2c_smbus_write_quick(fd, value)
+    if result < 0 { return failC(Errno(rawValue: -result)) }
+    return result
 }

@@ -1,6 +1,7 @@
 // /dev/ppsN through the LinuxPPS ioctls (RFC 2783 in the kernel, <linux/pps.h>).
 internal import CLinuxShims
 internal import Glibc
+public import LinuxSystem
 internal import Synchronization
 
 /// Why a PPS call failed.

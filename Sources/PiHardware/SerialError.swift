@@ -1,4 +1,5 @@
 // Typed errors of serial ports.
+public import LinuxSystem
 
 /// Why a serial port call failed (a pseudo-terminal's failures are ``PseudoTerminalError``s).
 public enum SerialError: HardwareFault, Equatable {

@@ -1,6 +1,7 @@
 // A serial port through termios: raw 8N1, standard speeds, optional RTS/CTS, exclusive use.
 internal import CLinuxShims
 internal import Glibc
+public import LinuxSystem
 internal import Synchronization
 
 /// A serial port (`/dev/ttyAMA0`, `/dev/serial0`, `/dev/ttyUSB0`, a pseudo-terminal), opened

@@ -1,5 +1,6 @@
 // The u-blox DDC (I2C) port: a byte stream behind three registers. Knows the bus protocol, not
 // the GNSS protocols: bytes are passed on as read, and the framer above resyncs after glitches.
+public import LinuxSystem
 internal import Synchronization
 
 /// A u-blox receiver's DDC port on an I2C bus (u-blox "DDC" = its I2C slave interface).

@@ -6,7 +6,7 @@
 import Dispatch
 import GNSSHat
 import Glibc
-import PiHardware
+import LinuxSystem
 import Synchronization
 
 /// Where the simulated receiver's output goes and its input comes from.

@@ -4,6 +4,7 @@
 // pseudo-terminal. Levels and bytes are checked from outside, through SimulatedLines and
 // SimulatedDDC.
 import Glibc
+import LinuxSystem
 import PiHardware
 
 /// The simulated hat's GPIO chip, by the label gnss_gpio_sim gives it.

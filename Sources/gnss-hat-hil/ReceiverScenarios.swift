@@ -9,6 +9,7 @@
 import GNSSHat
 import GNSSProtocol
 import Glibc
+import LinuxSystem
 import PiHardware
 import Signals
 import Synchronization

@@ -1,4 +1,5 @@
 import GNSSHatTesting
+import LinuxSystem
 @testable import PiHardware
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing

@@ -1,3 +1,4 @@
+import LinuxSystem
 @testable import PiHardware
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 

@@ -1,5 +1,6 @@
 import CLinuxShims
 import Glibc
+import LinuxSystem
 @testable import PiHardware
 import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing

@@ -1,7 +1,5 @@
 // chrony's SOCK reference clock: chronyd binds a Unix datagram socket (`refclock SOCK PATH`) and reads
 // one `struct sock_sample` per datagram (chrony refclock_sock.c). This side connects and sends.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 internal import Synchronization

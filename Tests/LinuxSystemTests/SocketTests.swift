@@ -1,8 +1,9 @@
 import CLinuxShims
 import Glibc
-@testable import PiHardware
+@testable import LinuxSystem
 import Synchronization
 import Testing
+import TestSupport  // readExactly
 
 /// A fresh path for a Unix socket in a private temporary directory, removed by `cleanUp`.
 func temporarySocketPath(_ name: String) throws -> (path: String, cleanUp: () -> Void) {

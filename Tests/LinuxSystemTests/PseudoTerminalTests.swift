@@ -1,5 +1,5 @@
 import Glibc
-@testable import PiHardware
+@testable import LinuxSystem
 import Testing
 
 /// A short name per error case, so tables can say which case they expect.

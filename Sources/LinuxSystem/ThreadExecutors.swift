@@ -4,8 +4,6 @@
 // its tasks here instead: a few worker threads and a timer thread that sleep on condition
 // variables with no timeout while there is nothing to do.
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 

@@ -2,8 +2,6 @@
 // descriptor is ready (indefinitely when nothing happens), an eventfd waker other threads use to
 // hand it work, a self-pipe that turns SIGTERM and SIGINT into a readable descriptor, and a
 // dedicated thread to run it on.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 internal import Synchronization

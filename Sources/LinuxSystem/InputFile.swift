@@ -1,7 +1,5 @@
 // Plain files and the process's standard streams, for the command line: a capture read in
 // chunks, text written whole, the exit status. Kept here so the executable makes no C call.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 internal import Synchronization
