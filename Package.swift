@@ -96,8 +96,9 @@ let package = Package(
                 "GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "TestSupport",
             ]
         ),
+        // CLinuxShims: the C declaration of chrony's sample, to check the layout GPSD spells out.
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "LinuxSystem",
-                                                   "PiHardware", "TestSupport"]),
+                                                   "PiHardware", "CLinuxShims", "TestSupport"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),
