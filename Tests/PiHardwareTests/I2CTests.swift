@@ -62,15 +62,13 @@ struct I2CAdapterTests {
         let mock = ubloxOnBus7(device)
         let bytes = try SeamMock.$current.withValue(mock) {
             let bus = try I2CAdapter(bus: 7)
-            let ddc = UBloxDDC(bus: bus)
-            #expect(try ddc.bytesAvailable() == 13)
-            return try ddc.readAvailable()
+            // The u-blox byte count (registers 0xFD, 0xFE), then the stream register 0xFF.
+            #expect(try bus.writeRead(address: 0x42, [0xFD], readCount: 2) == [0, 13])
+            return try bus.writeRead(address: 0x42, [0xFF], readCount: 13)
         }
         #expect(String(decoding: bytes, as: UTF8.self) == "$GNGGA,1*00\r\n")
-        #expect(device.transfers == [
-            [.write([0xFD]), .read(2)], [.write([0xFD]), .read(2)], [.write([0xFF]), .read(13)],
-        ])
-        #expect(mock.calls == ["open", .ioctl("I2C_RDWR"), .ioctl("I2C_RDWR"), .ioctl("I2C_RDWR"), "close"])
+        #expect(device.transfers == [[.write([0xFD]), .read(2)], [.write([0xFF]), .read(13)]])
+        #expect(mock.calls == ["open", .ioctl("I2C_RDWR"), .ioctl("I2C_RDWR"), "close"])
         #expect(mock.records.allSatisfy { $0.device == "/dev/i2c-7" })
     }
 
@@ -79,7 +77,7 @@ struct I2CAdapterTests {
         let device = FakeUBloxI2C()
         let poll: [UInt8] = [0xB5, 0x62, 0x0A, 0x04, 0x00, 0x00, 0x0E, 0x34]
         try SeamMock.$current.withValue(ubloxOnBus7(device)) {
-            try UBloxDDC(bus: try I2CAdapter(path: "/dev/i2c-7")).write(poll)
+            try I2CAdapter(path: "/dev/i2c-7").write(address: 0x42, poll)
         }
         #expect(device.received == [poll])
     }
@@ -96,7 +94,9 @@ struct I2CAdapterTests {
         let mock = ubloxOnBus7(device)
         mock.fail(.ioctl("I2C_RDWR"), with: errno)
         do {
-            _ = try SeamMock.$current.withValue(mock) { try UBloxDDC(bus: try I2CAdapter(bus: 7)).bytesAvailable() }
+            _ = try SeamMock.$current.withValue(mock) {
+                try I2CAdapter(bus: 7).writeRead(address: 0x42, [0xFD], readCount: 2)
+            }
             Issue.record("\(errno) did not throw")
         } catch {
             let error = try #require(error as? I2CError)
@@ -152,7 +152,11 @@ struct I2CAdapterTests {
         let mock = ubloxOnBus7(device)
         mock.fail("open", with: .interrupted, times: 2)
         mock.fail(.ioctl("I2C_RDWR"), with: .interrupted, times: 3)
-        let bytes = try SeamMock.$current.withValue(mock) { try UBloxDDC(bus: try I2CAdapter(bus: 7)).readAvailable() }
+        let bytes = try SeamMock.$current.withValue(mock) {
+            let bus = try I2CAdapter(bus: 7)
+            #expect(try bus.writeRead(address: 0x42, [0xFD], readCount: 2) == [0, 3])
+            return try bus.writeRead(address: 0x42, [0xFF], readCount: 3)
+        }
         #expect(bytes == [1, 2, 3])
         #expect(mock.count("open") == 3)
         #expect(mock.count(.ioctl("I2C_RDWR")) == 2 + 3)

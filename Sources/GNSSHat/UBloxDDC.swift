@@ -1,6 +1,8 @@
-// The u-blox DDC (I2C) port: a byte stream behind three registers. Knows the bus protocol, not
-// the GNSS protocols: bytes are passed on as read, and the framer above resyncs after glitches.
+// The u-blox DDC (I2C) port: a byte stream behind three registers, over PiHardware's generic I2C
+// bus. Knows the bus protocol, not the GNSS protocols: bytes are passed on as read, and the framer
+// above resyncs after glitches. DDCTransport (Transport.swift) runs a receiver session over it.
 public import LinuxSystem
+public import PiHardware
 internal import Synchronization
 
 /// A u-blox receiver's DDC port on an I2C bus (u-blox "DDC" = its I2C slave interface).
