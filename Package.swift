@@ -49,7 +49,8 @@ let package = Package(
             linkerSettings: gpiodV2 ? [.unsafeFlags(["-Xlinker", "-rpath", "-Xlinker", gpiodV2LibDir])] : []
         ),
         .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "LinuxSystem", "PiHardware"]),
-        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware"]),
+        // The gpsd protocol over sockets: LinuxSystem's, never PiHardware (it touches no hardware).
+        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem"]),
         .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "LinuxSystem", "PiHardware"]),
 
         // Executables.

@@ -9,7 +9,6 @@
 public import GNSSHat
 import GNSSProtocol
 import LinuxSystem
-import PiHardware
 import Signals
 
 /// How a receiver's events become reports.
@@ -135,11 +134,10 @@ struct ReportEncoder {
         case .message(let message):
             consume(message, at: now, emit: emit)
         case .pps(let pulse):
-            // The edge's system time: realtime stamps as they are, monotonic ones moved to the wall
-            // clock. The second it marks is the nearest whole one (the system clock is assumed
+            // The edge's system time (realtime stamps as they are, monotonic ones moved to the wall
+            // clock). The second it marks is the nearest whole one (the system clock is assumed
             // within half a second, as when chrony already uses the serial time).
-            let stamp = pulse.edge.timestamp.clampedNanoseconds
-            let clock = pulse.edge.clock == .realtime ? stamp : now - (monotonicNow - stamp)
+            let clock = pulse.systemTime(wallNow: now, monotonicNow: monotonicNow)
             let real = (clock + 500_000_000) / 1_000_000_000 * 1_000_000_000
             emit(.pulse(TimeOffset(real: real, clock: clock)))
         case .fix, .sky, .notice:
