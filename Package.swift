@@ -78,7 +78,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         // Tests: one target per module.
-        .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting"]),
+        .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting", "LinuxSystem"]),
         .testTarget(
             name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]
         ),
@@ -87,9 +87,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PiHardwareTests",
-            dependencies: [
-                "PiHardware", "LinuxSystem", "CLinuxShims", "CI2C", "GNSSHatTesting", "Signals", "TestSupport",
-            ]
+            dependencies: ["PiHardware", "LinuxSystem", "CLinuxShims", "CI2C", "GNSSHatTesting", "TestSupport"]
         ),
         .testTarget(
             name: "GNSSHatTests",
@@ -100,7 +98,7 @@ let package = Package(
         // CLinuxShims: the C declaration of chrony's sample, to check the layout GPSD spells out.
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "LinuxSystem",
                                                    "PiHardware", "CLinuxShims", "TestSupport"]),
-        .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
+        .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals", "LinuxSystem"]),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),
     ],

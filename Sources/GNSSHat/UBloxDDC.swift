@@ -3,7 +3,6 @@
 // above resyncs after glitches. DDCTransport (Transport.swift) runs a receiver session over it.
 public import LinuxSystem
 public import PiHardware
-internal import Synchronization
 
 /// A u-blox receiver's DDC port on an I2C bus (u-blox "DDC" = its I2C slave interface).
 ///
@@ -41,7 +40,7 @@ public final class UBloxDDC: Sendable {
     /// The most bytes one write transfer sends.
     public let maxWriteChunk: Int
 
-    private let glitchCounts = Mutex(Glitches())
+    private let glitchCounts = Lock(Glitches())
 
     /// A DDC port at `address` on `bus`. `maxWriteChunk` is at least 3 so that a split write
     /// can always keep 2 bytes for its last transfer.
@@ -124,7 +123,7 @@ public final class DDCLink: ByteLink {
     public var name: String { "\(port.bus.name) @0x" + String(port.address, radix: 16) }
 
     private let pause: @Sendable (Duration) -> Void
-    private let isClosed = Mutex(false)
+    private let isClosed = Lock(false)
 
     /// A link over `port`. `pause` waits between polls (`nanosleep` by default); tests pass
     /// one that returns at once, so a read's time-out is counted in poll intervals, not measured.

@@ -139,7 +139,7 @@ final class Arrivals: Sendable {
         var last: [Int: ContinuousClock.Instant] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     func record(epoch: Int, hasPosition: Bool, at instant: ContinuousClock.Instant) {
         state.withLock { state in

@@ -3,7 +3,6 @@ import Dispatch
 import GNSSHat  // dispatchDeadline
 public import LinuxSystem
 import PiHardware  // SerialError
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `ByteLink` (a serial port, a DDC link): the test feeds bytes the "receiver"
 /// sends with `feed`, reads what the code under test wrote from `written`, can answer writes

@@ -2,7 +2,6 @@
 import GNSSHat  // EdgeQueue
 public import LinuxSystem
 public import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `GPIOLines`: hands out `FakeOutputLine`s and `FakeEdgeSource`s by address,
 /// remembers them so a test can inspect or drive them, and can make a request fail the way a

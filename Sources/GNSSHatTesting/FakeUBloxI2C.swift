@@ -2,7 +2,6 @@
 public import GNSSHat  // UBloxDDC.defaultAddress, in a default argument
 public import LinuxSystem
 public import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `I2CBus`: behaves like a u-blox DDC slave at one address.
 ///

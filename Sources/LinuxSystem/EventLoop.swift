@@ -4,7 +4,6 @@
 // dedicated thread to run it on.
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
 
 /// Waits for descriptors to become ready (`epoll_create1`, `epoll_ctl`, `epoll_wait`), level-triggered.
 /// Each registration carries a caller's token that comes back with its readiness.
@@ -39,7 +38,7 @@ public final class Poller: Sendable {
     private let descriptor: OwnedDescriptor
     private let capacity: Int
     /// One `epoll_event` array reused by every wait; only the polling thread touches it.
-    private let buffer: Mutex<[epoll_event]>
+    private let buffer: Lock<[epoll_event]>
 
     /// Creates an epoll instance (close-on-exec) returning at most `capacity` events per wait.
     public init(capacity: Int = 256) throws(SystemError) {
@@ -48,7 +47,7 @@ public final class Poller: Sendable {
         })
         descriptor = OwnedDescriptor(fd, device: "epoll")
         self.capacity = max(capacity, 1)
-        buffer = Mutex([epoll_event](repeating: epoll_event(), count: max(capacity, 1)))
+        buffer = Lock([epoll_event](repeating: epoll_event(), count: max(capacity, 1)))
     }
 
     /// Watches `fd` for `interest`, reporting `token` (`epoll_ctl(EPOLL_CTL_ADD)`).
@@ -250,7 +249,7 @@ public final class SignalWatcher: Sendable {
 /// A dedicated OS thread (`pthread_create`), for a loop that blocks in ``Poller/wait(timeout:)`` and
 /// must not occupy a thread of Swift's cooperative pool.
 public final class LoopThread: Sendable {
-    private let handle: Mutex<pthread_t?>
+    private let handle: Lock<pthread_t?>
 
     private final class Start: @unchecked Sendable {
         // Handed to the new thread once and released there; never shared.
@@ -277,7 +276,7 @@ public final class LoopThread: Sendable {
             start.release()
             throw SystemError(FailedCall(call: "pthread_create", device: name, errno: Errno(rawValue: code)))
         }
-        handle = Mutex(thread)
+        handle = Lock(thread)
     }
 
     /// Waits for the thread to finish (`pthread_join`); later calls return at once.

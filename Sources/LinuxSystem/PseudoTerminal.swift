@@ -2,7 +2,6 @@
 // (/dev/pts/N) that code under test or the simulator's client opens as a serial port.
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
 
 /// A pseudo-terminal (`posix_openpt`, `grantpt`, `unlockpt`, `ptsname_r`).
 ///
@@ -16,12 +15,12 @@ public final class PseudoTerminal: ByteLink {
     /// How long one `write` may wait for the device side to take more bytes.
     public let writeTimeout: Duration
 
-    private let controller: Mutex<CInt>
+    private let controller: Lock<CInt>
     /// The device side held open by this object, so that the controller does not see a hang-up
     /// while the client closes and reopens its port (a receiver powered off and on).
-    private let heldDevice: Mutex<CInt>
-    private let readLock = Mutex(())
-    private let writeLock = Mutex(())
+    private let heldDevice: Lock<CInt>
+    private let readLock = Lock(())
+    private let writeLock = Lock(())
 
     /// Opens a new pseudo-terminal. With `holdDeviceOpen`, this object keeps a descriptor of the
     /// device side too, so reads here time out rather than hang up while no client has it open.
@@ -59,8 +58,8 @@ public final class PseudoTerminal: ByteLink {
         }
         self.devicePath = path
         self.writeTimeout = writeTimeout
-        self.controller = Mutex(fd)
-        self.heldDevice = Mutex(held)
+        self.controller = Lock(fd)
+        self.heldDevice = Lock(held)
     }
 
     deinit {

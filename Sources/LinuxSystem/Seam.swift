@@ -8,7 +8,6 @@
 // (`mode_t` is spelt `UInt32`), and PiHardware declares the termios calls it needs itself.
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
 
 /// The name of one C call as it appears in errors and in the seam's record, e.g. `open`,
 /// `ioctl(I2C_RDWR)`, `gpiod_line_request`.
@@ -55,7 +54,7 @@ package final class SeamMock: Sendable {
 
     @TaskLocal package static var current: SeamMock?
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     package init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil) {
         state.withLock {

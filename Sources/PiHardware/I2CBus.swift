@@ -2,7 +2,6 @@
 internal import CI2C
 internal import Glibc
 internal import LinuxSystem
-internal import Synchronization
 
 /// One segment of a combined I2C transfer; each starts with a (repeated) START.
 public enum I2CSegment: Hashable, Sendable {
@@ -68,7 +67,7 @@ public final class I2CAdapter: I2CBus {
     public let path: String
     public var name: String { path }
 
-    private let descriptor: Mutex<CInt>
+    private let descriptor: Lock<CInt>
 
     /// Opens `/dev/i2c-<bus>` (`open`).
     public convenience init(bus: Int) throws(I2CError) {
@@ -78,7 +77,7 @@ public final class I2CAdapter: I2CBus {
     /// Opens an i2c-dev device (`open` with `O_RDWR | O_CLOEXEC`).
     public init(path: String) throws(I2CError) {
         switch retryingInterrupts("open", path, { system_open(path, O_RDWR | O_CLOEXEC) }) {
-        case .success(let fd): descriptor = Mutex(fd)
+        case .success(let fd): descriptor = Lock(fd)
         case .failure(let failure): throw I2CError(failure)
         }
         self.path = path

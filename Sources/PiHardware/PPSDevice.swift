@@ -2,7 +2,6 @@
 internal import CLinuxShims
 internal import Glibc
 public import LinuxSystem
-internal import Synchronization
 
 /// Why a PPS call failed.
 public enum PPSError: HardwareFault, Equatable {
@@ -83,7 +82,7 @@ public final class PPSDevice: EdgeEventSource {
         var pending: [EdgeEvent] = []
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// How many wake-ups without a wanted edge one `nextEdge` call sits through.
     static let maxWakeups = 3
@@ -118,7 +117,7 @@ public final class PPSDevice: EdgeEventSource {
             _ = system_close(fd, path)
             throw PPSError(failure)
         }
-        state = Mutex(initial)
+        state = Lock(initial)
     }
 
     deinit { close() }

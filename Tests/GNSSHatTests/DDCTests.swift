@@ -2,7 +2,6 @@
 import GNSSHatTesting
 import LinuxSystem
 import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 /// A NMEA sentence and a UBX frame, the kind of stream a u-blox sends.

@@ -2,7 +2,6 @@ import Glibc
 import GNSSHatTesting  // onThread
 import LinuxSystem
 @testable import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 /// An edge source that only has `nextEdge(timeout:)`, playing a script: each call takes the next

@@ -1,6 +1,5 @@
 import LinuxSystem
 @testable import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// A fake libgpiod behind `GPIODriver`: chips with labels and named lines, lines that remember
 /// their settings and values, edge events a test queues. Its calls go through the seam's

@@ -2,7 +2,6 @@ import CLinuxShims
 import Glibc
 import LinuxSystem
 @testable import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 /// A LinuxPPS source behind the seam: `open` of its path hands out a /dev/null descriptor and
