@@ -1,11 +1,12 @@
 // The syscall seam: every C call the package makes goes through one function here or in the other
 // *Seam files (swift-system's `system_open` pattern), so tests can inject failures and see which
-// calls ran. What PiHardware needs of it is `package`: its device calls (termios, ioctl, libgpiod,
-// libi2c) record themselves and take injected failures through the same `SeamMock`.
+// calls ran. What PiHardware needs of it is `package`: the termios and ioctl calls here, and the
+// mechanism its libgpiod and libi2c calls (declared next to their users) record themselves and take
+// injected failures through, the same `SeamMock`.
 //
-// libc structs (timespec, termios, mode_t) belong to whichever C module Clang met them in first,
-// CLinuxShims or Glibc, which varies between builds; so no `package` signature here names one
-// (`mode_t` is spelt `UInt32`), and PiHardware declares the termios calls it needs itself.
+// libc types (termios, speed_t, mode_t) belong to whichever C module Clang met them in first,
+// CLinuxShims or Glibc, which varies between builds; so no `package` signature here names one:
+// `mode_t` and `speed_t` are spelt `UInt32`, and a termios is passed as a raw pointer (`&settings`).
 internal import CLinuxShims
 internal import Glibc
 
@@ -185,18 +186,42 @@ package func system_ioctl(
     return cshim_ioctl_ptr(fd, request, arg)
 }
 
-func system_tcgetattr(_ fd: CInt, _ termios: UnsafeMutablePointer<termios>, _ device: String) -> CInt {
+package func system_tcgetattr(_ fd: CInt, _ settings: UnsafeMutableRawPointer, _ device: String) -> CInt {
     if let errno = seamEnter("tcgetattr", device) { return fail(errno) }
-    return Glibc.tcgetattr(fd, termios)
+    return Glibc.tcgetattr(fd, settings.assumingMemoryBound(to: termios.self))
 }
 
-func system_tcsetattr(_ fd: CInt, _ action: CInt, _ termios: UnsafePointer<termios>, _ device: String) -> CInt {
+package func system_tcsetattr(_ fd: CInt, _ action: CInt, _ settings: UnsafeRawPointer, _ device: String) -> CInt {
     if let errno = seamEnter("tcsetattr", device) { return fail(errno) }
-    return Glibc.tcsetattr(fd, action, termios)
+    return Glibc.tcsetattr(fd, action, settings.assumingMemoryBound(to: termios.self))
 }
 
-func system_cfmakeraw(_ termios: UnsafeMutablePointer<termios>) {
-    cshim_cfmakeraw(termios)
+package func system_tcdrain(_ fd: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("tcdrain", device) { return fail(errno) }
+    return Glibc.tcdrain(fd)
+}
+
+package func system_tcflush(_ fd: CInt, _ queue: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("tcflush", device) { return fail(errno) }
+    return Glibc.tcflush(fd, queue)
+}
+
+package func system_cfsetispeed(_ settings: UnsafeMutableRawPointer, _ speed: UInt32, _ device: String) -> CInt {
+    if let errno = seamEnter("cfsetispeed", device) { return fail(errno) }
+    return Glibc.cfsetispeed(settings.assumingMemoryBound(to: termios.self), speed)
+}
+
+package func system_cfsetospeed(_ settings: UnsafeMutableRawPointer, _ speed: UInt32, _ device: String) -> CInt {
+    if let errno = seamEnter("cfsetospeed", device) { return fail(errno) }
+    return Glibc.cfsetospeed(settings.assumingMemoryBound(to: termios.self), speed)
+}
+
+package func system_cfgetospeed(_ settings: UnsafeRawPointer) -> UInt32 {
+    Glibc.cfgetospeed(settings.assumingMemoryBound(to: termios.self))
+}
+
+package func system_cfmakeraw(_ settings: UnsafeMutableRawPointer) {
+    cshim_cfmakeraw(settings.assumingMemoryBound(to: termios.self))
 }
 
 func system_posix_openpt(_ flags: CInt) -> CInt {
