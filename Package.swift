@@ -22,7 +22,9 @@ let package = Package(
     name: "GNSSHat",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "GNSSHat", targets: ["GNSSHat", "Signals", "GNSSProtocol", "PiHardware", "GPSD"]),
+        .library(
+            name: "GNSSHat", targets: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "GPSD"]
+        ),
         .library(name: "GNSSHatTesting", targets: ["GNSSHatTesting"]),
         .executable(name: "gnss-hat", targets: ["gnss-hat"]),
         .executable(name: "GNSSHatBench", targets: ["GNSSHatBench"]),
@@ -37,22 +39,30 @@ let package = Package(
         .target(name: "Signals"),
         // libm: Double.rounded() and squareRoot() call it, and nothing else links it without Foundation.
         .target(name: "GNSSProtocol", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        // Descriptors, the syscall seam, sockets, epoll, threads and executors, clocks, pseudo-terminals.
+        .target(name: "LinuxSystem", dependencies: ["CLinuxShims"]),
+        // GPIO, I2C, serial ports and PPS, on top of LinuxSystem.
         .target(
             name: "PiHardware",
-            dependencies: ["CGPIOD", "CI2C", "CLinuxShims"],
+            dependencies: ["LinuxSystem", "CGPIOD", "CI2C", "CLinuxShims"],
             swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : [],
             linkerSettings: gpiodV2 ? [.unsafeFlags(["-Xlinker", "-rpath", "-Xlinker", gpiodV2LibDir])] : []
         ),
-        .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "PiHardware"]),
-        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "PiHardware"]),
-        .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "PiHardware"]),
+        .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "LinuxSystem", "PiHardware"]),
+        // The gpsd protocol over sockets: LinuxSystem's, never PiHardware (it touches no hardware).
+        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem"]),
+        .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "LinuxSystem", "PiHardware"]),
 
         // Executables.
-        .executableTarget(name: "gnss-hat", dependencies: ["GNSSHat", "GPSD", "GNSSProtocol", "Signals", "PiHardware"]),
+        .executableTarget(
+            name: "gnss-hat", dependencies: ["GNSSHat", "GPSD", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware"]
+        ),
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
         .executableTarget(
             name: "gnss-hat-hil",
-            dependencies: ["GNSSHat", "GNSSProtocol", "Signals", "PiHardware", "CGPIOD", "CI2C", "CLinuxShims"],
+            dependencies: [
+                "GNSSHat", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware", "CGPIOD", "CI2C", "CLinuxShims",
+            ],
             swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
         ),
         // Counts heap allocations for GNSSHatBench (interposes malloc; never linked into the product).
@@ -60,7 +70,7 @@ let package = Package(
         .executableTarget(
             name: "GNSSHatBench",
             dependencies: [
-                "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter", "PiHardware",
+                "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter", "LinuxSystem",
             ]
         ),
 
@@ -68,18 +78,27 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         // Tests: one target per module.
-        .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting"]),
+        .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting", "LinuxSystem"]),
         .testTarget(
             name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]
         ),
-        .testTarget(name: "PiHardwareTests", dependencies: ["PiHardware", "CLinuxShims", "CI2C", "GNSSHatTesting", "Signals"]),
+        .testTarget(
+            name: "LinuxSystemTests", dependencies: ["LinuxSystem", "CLinuxShims", "GNSSHatTesting", "TestSupport"]
+        ),
+        .testTarget(
+            name: "PiHardwareTests",
+            dependencies: ["PiHardware", "LinuxSystem", "CLinuxShims", "CI2C", "GNSSHatTesting", "TestSupport"]
+        ),
         .testTarget(
             name: "GNSSHatTests",
-            dependencies: ["GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "PiHardware", "TestSupport"]
+            dependencies: [
+                "GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "TestSupport",
+            ]
         ),
-        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "PiHardware",
-                                                   "TestSupport"]),
-        .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
+        // CLinuxShims: the C declaration of chrony's sample, to check the layout GPSD spells out.
+        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "LinuxSystem",
+                                                   "PiHardware", "CLinuxShims", "TestSupport"]),
+        .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals", "LinuxSystem"]),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),
     ],

@@ -55,7 +55,7 @@ fi
 
 step "the signal, the Receiver and the service under ThreadSanitizer"
 # TSan reports make the test process exit non-zero even when every test passed.
-swift test --sanitize=thread --scratch-path .build/tsan --filter 'SignalsTests|GNSSHatTests|GPSDTests|PiHardwareTests.ThreadExecutorTests|PiHardwareTests.InputWaitTests|PiHardwareTests.EdgeWaitTests'
+swift test --sanitize=thread --scratch-path .build/tsan --filter 'SignalsTests|GNSSHatTests|GPSDTests|LinuxSystemTests.ThreadExecutorTests|LinuxSystemTests.InputWaitTests|PiHardwareTests.EdgeWaitTests'
 
 step "static binary: build, then smoke-test it (decode against the debug build, watch on the simulator)"
 smoke_start=$SECONDS

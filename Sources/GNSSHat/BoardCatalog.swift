@@ -1,7 +1,7 @@
 // Finding a board by name or path. The board files are compiled into the library too
 // (BuiltInBoards.swift, generated from boards/*.json), so a static binary copied onto a Pi
 // knows every supported hat without any file next to it.
-import PiHardware
+import LinuxSystem
 
 /// The known boards: files in the search directories, then the built-in copies.
 ///

@@ -1,6 +1,6 @@
 // Every board a user can name: the files in the search directories and the built-in copies,
 // with where each comes from and whether it loads.
-import PiHardware
+import LinuxSystem
 
 extension BoardCatalog {
     /// One board found while listing.

@@ -1,7 +1,6 @@
 // Direct control of a board's power strategies, without a Receiver session: for bring-up, when
 // one wants to see the enable line switch (or the standby command go out) whether or not the
 // receiver answers. The same strategy code the Receiver runs, minus waiting for the receiver.
-import PiHardware
 import Signals
 
 /// A board's power switched by hand (`gnss-hat power on|off`).

@@ -1,5 +1,6 @@
 // How a Receiver reaches the hardware: GPIO lines, serial ports and I2C buses. The system's by
 // default; tests and the simulator inject their own.
+public import LinuxSystem
 public import PiHardware
 
 /// A serial link whose speed can be changed: a `SerialPort`, or a simulator's in-process link.

@@ -2,6 +2,7 @@
 // what it sends into events; and the reverse. The Receiver's RefCountedSignal runs `start` for
 // its first subscriber and `stop` after its last one (or after any failure), never overlapping.
 import GNSSProtocol
+import LinuxSystem
 import PiHardware
 import Signals
 

@@ -1,5 +1,6 @@
 // A blocking read loop on a thread of its own (a UART's, the PPS line's) and the tasks that stop
 // it: the loop reads while it is running and says when it has ended; stopping waits for that.
+import LinuxSystem
 import Signals
 
 /// Whether a read loop should go on, and who waits for it to end.

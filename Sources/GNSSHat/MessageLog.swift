@@ -1,6 +1,7 @@
 // Waiting for the receiver to say something: the session's recent messages, numbered, and the
 // tasks waiting for one that matches, each with a time-out on the injected clock.
 import GNSSProtocol
+import LinuxSystem
 import Signals
 
 /// Any `Clock<Duration>`, with instants as offsets from when it was wrapped, and a record of

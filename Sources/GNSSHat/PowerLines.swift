@@ -2,6 +2,7 @@
 // falls back to whatever its pull resistor says (a Pi's pin controller turns a freed pin back
 // into an input), which could switch a load switch on, so the lines stay requested and driven
 // until the Receiver shuts down.
+import LinuxSystem
 import PiHardware
 import Signals
 

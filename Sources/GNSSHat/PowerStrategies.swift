@@ -3,7 +3,6 @@
 // waits for the receiver to show it is up (its first valid frame; a boot or wake-up message is
 // one), with the board's time-out.
 import GNSSProtocol
-import PiHardware
 
 struct PowerStrategyRunner {
     let session: HardwareSession

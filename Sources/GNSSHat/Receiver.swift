@@ -1,6 +1,5 @@
 // The Receiver: one hardware session shared by every subscriber of every view.
 public import GNSSProtocol
-import PiHardware
 public import Signals
 
 /// A GNSS receiver on a hat, powered only while somebody listens.

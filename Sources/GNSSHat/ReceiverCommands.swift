@@ -2,7 +2,7 @@
 // reply, identify the chip, read back the lines the session drives. For bring-up tools (gnss-hat
 // info, ttff) and users who need a message the Receiver does not configure.
 public import GNSSProtocol
-import PiHardware
+import LinuxSystem
 import Signals
 
 /// What a receiver says about itself.

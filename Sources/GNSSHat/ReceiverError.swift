@@ -1,5 +1,6 @@
 // The typed errors subscribers get when a power-on or a session fails. Whatever the error, the
 // receiver has been switched off by the time a subscriber sees it.
+public import LinuxSystem
 public import PiHardware
 
 /// Why a power-on or a running session failed.

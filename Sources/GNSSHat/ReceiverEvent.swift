@@ -1,6 +1,7 @@
 // What a Receiver delivers: the events of its one hardware session, its power state, and the
 // statistics it keeps.
 public import GNSSProtocol
+import LinuxSystem  // clampedNanoseconds
 public import PiHardware
 
 /// One event of the receiver's hardware session, in the order `GNSSDecoder` yields them: a message, then
@@ -49,6 +50,14 @@ public struct PPSPulse: Sendable, Hashable {
 
     public init(edge: EdgeEvent) {
         self.edge = edge
+    }
+
+    /// The edge's system time, nanoseconds since the Unix epoch: a `CLOCK_REALTIME` timestamp as it
+    /// is, a `CLOCK_MONOTONIC` one moved onto the wall clock by the two clocks read now (`wallNow`,
+    /// `monotonicNow`: `WallClock.now()` and `WallClock.monotonicNow()`).
+    public func systemTime(wallNow: Int64, monotonicNow: Int64) -> Int64 {
+        let stamp = edge.timestamp.clampedNanoseconds
+        return edge.clock == .realtime ? stamp : wallNow - (monotonicNow - stamp)
     }
 }
 

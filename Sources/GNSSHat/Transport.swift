@@ -1,6 +1,7 @@
 // Transports: how bytes move between the host and the receiver while a session runs. A UART is
 // read by a loop on a thread of its own; a u-blox DDC port is polled on the injected clock, with
 // an interval that follows the navigation period and backs off while the receiver is quiet.
+import LinuxSystem
 import PiHardware
 import Signals
 

@@ -24,7 +24,7 @@
 // GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300).
 
 import Foundation
-import PiHardware
+import LinuxSystem
 import Synchronization
 
 enum ServiceBenchmark {
@@ -139,7 +139,7 @@ final class Arrivals: Sendable {
         var last: [Int: ContinuousClock.Instant] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     func record(epoch: Int, hasPosition: Bool, at instant: ContinuousClock.Instant) {
         state.withLock { state in

@@ -1,8 +1,8 @@
 // A fake serial port: an in-memory byte stream with a far side the test plays.
 import Dispatch
-public import PiHardware
 import GNSSHat  // dispatchDeadline
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
+public import LinuxSystem
+import PiHardware  // SerialError
 
 /// Test double for `ByteLink` (a serial port, a DDC link): the test feeds bytes the "receiver"
 /// sends with `feed`, reads what the code under test wrote from `written`, can answer writes

@@ -1,7 +1,7 @@
 // A fake set of GPIO lines: outputs record every level driven, inputs emit edges on demand.
-public import PiHardware
 import GNSSHat  // EdgeQueue
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
+public import LinuxSystem
+public import PiHardware
 
 /// Test double for `GPIOLines`: hands out `FakeOutputLine`s and `FakeEdgeSource`s by address,
 /// remembers them so a test can inspect or drive them, and can make a request fail the way a

@@ -1,5 +1,5 @@
+import LinuxSystem
 import Signals
-import Synchronization
 public import Testing
 
 /// A stand-in for a receiver's power supply that records every transition and fails the

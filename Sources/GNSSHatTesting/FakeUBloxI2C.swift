@@ -1,6 +1,7 @@
 // A fake I2C bus with a u-blox receiver's DDC port on it, glitches on demand.
+public import GNSSHat  // UBloxDDC.defaultAddress, in a default argument
+public import LinuxSystem
 public import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// Test double for `I2CBus`: behaves like a u-blox DDC slave at one address.
 ///

@@ -1,5 +1,5 @@
+import LinuxSystem
 import Signals
-import Synchronization
 
 /// A clock that moves only when told to, for deterministic tests of anything that takes a
 /// `Clock<Duration>`: timers armed on it fire when a test calls ``advance(by:)`` past their

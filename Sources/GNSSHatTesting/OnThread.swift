@@ -1,6 +1,5 @@
 // Blocking waits tested from two threads: one waits, this one wakes it.
-import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
+import LinuxSystem
 
 /// `onThread` joined its thread but found no result (a thread that ended without running its
 /// body).

@@ -1,6 +1,7 @@
 // Tells a test when objects it cannot see into are gone: each owns a marker, whose deinit
 // reports to the watch. Waiting for the last release needs no clock and no polling.
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
+import LinuxSystem
+import Signals  // ConditionWaiters
 
 /// Counts the ``ReleaseWatch/Marker``s still alive. Give a marker to what should be released
 /// (capture it in a hook, keep it in a fake the object owns), drop your own references, then

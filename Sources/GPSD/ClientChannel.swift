@@ -3,7 +3,7 @@
 // send); replies and notices come from the loop thread. Whatever the socket does not take waits in
 // the bounded queue until the loop sees the socket writable.
 
-import PiHardware
+import LinuxSystem
 import Signals
 
 final class ClientChannel: Sendable {

@@ -2,7 +2,7 @@
 // a client, a report or a signal needs it. Reports arrive on the source's thread and reach the loop
 // through an inbox and an eventfd; nothing else crosses threads.
 
-public import PiHardware
+public import LinuxSystem
 import Signals
 
 /// How a ``GPSDServer`` listens and treats its clients.
@@ -116,8 +116,9 @@ public final class GPSDServer: Sendable {
     }
 
     /// Binds every address in `configuration.listen` (failing if one cannot be bound); nothing is
-    /// served until ``start(signals:)``.
-    public init(source: GPSDSource, configuration: GPSDServerConfiguration = GPSDServerConfiguration()) throws(SocketError) {
+    /// served until ``start(signals:)``. Throws a `SocketError` when an address cannot be bound, a
+    /// `SystemError` when the poller or its waker cannot be made.
+    public init(source: GPSDSource, configuration: GPSDServerConfiguration = GPSDServerConfiguration()) throws {
         var listeners: [SocketListener] = []
         for address in configuration.listen {
             listeners.append(try SocketListener(address: address))
@@ -132,7 +133,7 @@ public final class GPSDServer: Sendable {
 
     /// Serves on a new thread until ``shutdown()`` or one of `signals` arrives (SIGTERM: stop
     /// accepting, power the receiver off, end; ``waitUntilFinished()`` returns then).
-    public func start(signals: SignalWatcher? = nil) throws(SocketError) {
+    public func start(signals: SignalWatcher? = nil) throws(SystemError) {
         let loop = try ServerLoop(server: self, signals: signals)
         let thread = try LoopThread(name: "gpsd-loop") { loop.run() }
         shared.withLock { $0.thread = thread }
@@ -201,7 +202,7 @@ final class Inbox: Sendable {
     private let items = Lock<[InboxItem]>([])
     let waker: Waker
 
-    init() throws(SocketError) {
+    init() throws(SystemError) {
         waker = try Waker()
     }
 

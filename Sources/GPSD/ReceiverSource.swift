@@ -8,7 +8,7 @@
 
 public import GNSSHat
 import GNSSProtocol
-import PiHardware
+import LinuxSystem
 import Signals
 
 extension GPSDSource {
@@ -131,11 +131,10 @@ struct ReportEncoder {
             GPSDReport.appendSKY(sky, device: device, to: &buffer)
             return Reports(.sky(buffer))
         case .pps(let pulse):
-            // The edge's system time: realtime stamps as they are, monotonic ones moved to the wall
-            // clock. The second it marks is the nearest whole one (the system clock is assumed
+            // The edge's system time (realtime stamps as they are, monotonic ones moved to the wall
+            // clock). The second it marks is the nearest whole one (the system clock is assumed
             // within half a second, as when chrony already uses the serial time).
-            let stamp = pulse.edge.timestamp.clampedNanoseconds
-            let clock = pulse.edge.clock == .realtime ? stamp : now - (monotonicNow - stamp)
+            let clock = pulse.systemTime(wallNow: now, monotonicNow: monotonicNow)
             let real = (clock + 500_000_000) / 1_000_000_000 * 1_000_000_000
             return Reports(.pulse(TimeOffset(real: real, clock: clock)))
         case .notice:

@@ -1,7 +1,7 @@
 // The event loop of a GPSDServer: accepting, reading requests, replies, notices and writability run
 // on the loop's thread; reports are written by the source's thread through each client's channel.
 
-import PiHardware
+import LinuxSystem
 import Signals
 
 /// Poller tokens: the waker, the signal pipe, listeners, then one per client.
@@ -55,7 +55,7 @@ final class ServerLoop: @unchecked Sendable {
     private var closedMaxQueued = 0
     private var readBuffer = [UInt8](repeating: 0, count: 4096)
 
-    init(server: GPSDServer, signals: SignalWatcher?) throws(SocketError) {
+    init(server: GPSDServer, signals: SignalWatcher?) throws(SystemError) {
         self.server = server
         self.signals = signals
         configuration = server.configuration

@@ -1,6 +1,6 @@
 // GPIO chips and lines: finding the chip and the line, requesting it, mapping errors. The C
 // calls live behind `GPIODriver` (libgpiod v1 or v2, chosen at build time).
-internal import Synchronization
+public import LinuxSystem
 
 /// An open GPIO chip (`/dev/gpiochipN`) through libgpiod.
 public final class GPIOChip: Sendable {
@@ -13,7 +13,7 @@ public final class GPIOChip: Sendable {
     public let selector: GPIOChipSelector
 
     let driver: any GPIODriver
-    private let handle: Mutex<(any GPIOChipHandle)?>
+    private let handle: Lock<(any GPIOChipHandle)?>
 
     /// The libgpiod version this module runs with (`gpiod_version_string` in v1,
     /// `gpiod_api_version` in v2).
@@ -110,7 +110,7 @@ public final class GPIOChip: Sendable {
         self.info = handle.info
         self.selector = selector
         self.driver = driver
-        self.handle = Mutex(handle)
+        self.handle = Lock(handle)
     }
 
     deinit { close() }
@@ -216,12 +216,12 @@ public final class GPIOOutputLine: OutputLine {
     /// `gpiochip0 (pinctrl-bcm2711) line 17`.
     public let name: String
     private let chip: GPIOChip
-    private let handle: Mutex<(any GPIOLineHandle)?>
+    private let handle: Lock<(any GPIOLineHandle)?>
 
     init(chip: GPIOChip, handle: any GPIOLineHandle, name: String) {
         self.chip = chip
         self.name = name
-        self.handle = Mutex(handle)
+        self.handle = Lock(handle)
     }
 
     deinit { release() }
@@ -266,13 +266,13 @@ public final class GPIOInputLine: EdgeEventSource {
         var pending: [EdgeEvent] = []
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     init(chip: GPIOChip, handle: any GPIOLineHandle, name: String, clock: EdgeClock) {
         self.chip = chip
         self.name = name
         self.clock = clock
-        self.state = Mutex(State(handle: handle))
+        self.state = Lock(State(handle: handle))
     }
 
     deinit { release() }

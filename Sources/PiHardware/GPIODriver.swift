@@ -1,6 +1,7 @@
 // The narrow interface between the GPIO logic (finding chips and lines, mapping errors) and
 // libgpiod. Two implementations sit behind it, one per libgpiod API, chosen at build time; tests
 // put a fake behind it to exercise the logic without a kernel.
+internal import LinuxSystem
 
 /// How a line is to be requested.
 struct GPIOLineSettings: Hashable, Sendable {

@@ -1,5 +1,6 @@
 // The public vocabulary of GPIO: how a chip and a line are named, what an edge event is, the
 // protocols the board layer programs against, and the typed error.
+public import LinuxSystem
 
 /// Which GPIO chip to use.
 public enum GPIOChipSelector: Hashable, Sendable, CustomStringConvertible {

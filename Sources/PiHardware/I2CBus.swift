@@ -1,7 +1,7 @@
 // An I2C bus through i2c-dev: combined transfers with the I2C_RDWR ioctl.
 internal import CI2C
 internal import Glibc
-internal import Synchronization
+internal import LinuxSystem
 
 /// One segment of a combined I2C transfer; each starts with a (repeated) START.
 public enum I2CSegment: Hashable, Sendable {
@@ -67,7 +67,7 @@ public final class I2CAdapter: I2CBus {
     public let path: String
     public var name: String { path }
 
-    private let descriptor: Mutex<CInt>
+    private let descriptor: Lock<CInt>
 
     /// Opens `/dev/i2c-<bus>` (`open`).
     public convenience init(bus: Int) throws(I2CError) {
@@ -77,7 +77,7 @@ public final class I2CAdapter: I2CBus {
     /// Opens an i2c-dev device (`open` with `O_RDWR | O_CLOEXEC`).
     public init(path: String) throws(I2CError) {
         switch retryingInterrupts("open", path, { system_open(path, O_RDWR | O_CLOEXEC) }) {
-        case .success(let fd): descriptor = Mutex(fd)
+        case .success(let fd): descriptor = Lock(fd)
         case .failure(let failure): throw I2CError(failure)
         }
         self.path = path
@@ -190,4 +190,15 @@ public final class I2CAdapter: I2CBus {
         }
         return reads
     }
+}
+
+// MARK: - The seam's libi2c call
+
+/// `i2c_smbus_write_quick(3)` (libi2c): one SMBus quick command, the address and a read/write bit.
+/// Returns 0 or a negative errno (libi2c's convention); the seam turns that into -1 and `errno`.
+func system_smbus_write_quick(_ fd: CInt, _ value: UInt8, _ device: String) -> CInt {
+    if let errno = seamEnter("i2c_smbus_write_quick", device) { return failC(errno) }
+    let result = i2c_smbus_write_quick(fd, value)
+    if result < 0 { return failC(Errno(rawValue: -result)) }
+    return result
 }

@@ -1,5 +1,6 @@
 // Typed errors of I2C transfers, mapped from the kernel's I2C fault codes
 // (Documentation/i2c/fault-codes.rst).
+public import LinuxSystem
 
 /// Why an I2C call failed.
 public enum I2CError: HardwareFault, Equatable {

@@ -4,6 +4,7 @@ internal import CGPIOD
 internal import CI2C
 internal import CLinuxShims
 internal import Glibc
+internal import LinuxSystem
 
 struct LibgpiodDriver: GPIODriver {
     static let apiMajorVersion = 1

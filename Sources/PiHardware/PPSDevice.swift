@@ -1,7 +1,7 @@
 // /dev/ppsN through the LinuxPPS ioctls (RFC 2783 in the kernel, <linux/pps.h>).
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
+public import LinuxSystem
 
 /// Why a PPS call failed.
 public enum PPSError: HardwareFault, Equatable {
@@ -82,7 +82,7 @@ public final class PPSDevice: EdgeEventSource {
         var pending: [EdgeEvent] = []
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// How many wake-ups without a wanted edge one `nextEdge` call sits through.
     static let maxWakeups = 3
@@ -117,7 +117,7 @@ public final class PPSDevice: EdgeEventSource {
             _ = system_close(fd, path)
             throw PPSError(failure)
         }
-        state = Mutex(initial)
+        state = Lock(initial)
     }
 
     deinit { close() }

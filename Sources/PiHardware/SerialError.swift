@@ -1,6 +1,7 @@
-// Typed errors of serial ports and pseudo-terminals.
+// Typed errors of serial ports.
+public import LinuxSystem
 
-/// Why a serial port (or pseudo-terminal) call failed.
+/// Why a serial port call failed (a pseudo-terminal's failures are ``PseudoTerminalError``s).
 public enum SerialError: HardwareFault, Equatable {
     /// `ENOENT`: no such device (a wrong path, or the USB adapter is unplugged).
     case notFound(FailedCall)

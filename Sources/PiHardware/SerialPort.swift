@@ -1,7 +1,7 @@
 // A serial port through termios: raw 8N1, standard speeds, optional RTS/CTS, exclusive use.
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
+public import LinuxSystem
 
 /// A serial port (`/dev/ttyAMA0`, `/dev/serial0`, `/dev/ttyUSB0`, a pseudo-terminal), opened
 /// with `O_NOCTTY | O_NONBLOCK` in raw mode, 8 data bits, no parity, 1 stop bit.
@@ -17,9 +17,9 @@ public final class SerialPort: ByteLink {
     /// How long one `write` may wait for the device to take more bytes.
     public let writeTimeout: Duration
 
-    private let descriptor: Mutex<CInt>
-    private let readLock = Mutex(())
-    private let writeLock = Mutex(())
+    private let descriptor: Lock<CInt>
+    private let readLock = Lock(())
+    private let writeLock = Lock(())
 
     /// Opens `path` (`open` with `O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC`), takes exclusive
     /// use (`ioctl(TIOCEXCL)`), and sets raw 8N1 at `speed` (`tcgetattr`, `cfmakeraw`,
@@ -37,7 +37,7 @@ public final class SerialPort: ByteLink {
         }
         self.path = path
         self.writeTimeout = writeTimeout
-        self.descriptor = Mutex(fd)
+        self.descriptor = Lock(fd)
         do throws(SerialError) {
             if exclusive {
                 try check(retryingInterrupts(.ioctl("TIOCEXCL"), path) {

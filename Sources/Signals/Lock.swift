@@ -1,4 +1,7 @@
-public import Synchronization
+// Signals' own copy of LinuxSystem's `Lock`: Signals depends on nothing but the standard library and
+// Synchronization, so it cannot import it. Internal (usable from Signals' inlinable code only): every
+// other module uses LinuxSystem's.
+public import Synchronization  // used by inlinable code
 
 /// A `Mutex` whose ordering ThreadSanitizer can see.
 ///
@@ -7,17 +10,19 @@ public import Synchronization
 /// Inside the lock this type also does an acquiring load and a releasing store of an atomic
 /// that lives in instrumented code: the mutex orders them, so the sanitizer sees each critical
 /// section happen after the previous one. Both are plain moves on x86-64.
-public struct Lock<State: ~Copyable>: ~Copyable, @unchecked Sendable {
+@usableFromInline
+struct Lock<State: ~Copyable>: ~Copyable, @unchecked Sendable {
     @usableFromInline let mutex: Mutex<State>
     @usableFromInline let order = Atomic<UInt8>(0)
 
-    public init(_ initial: consuming sending State) {
+    @usableFromInline
+    init(_ initial: consuming sending State) {
         mutex = Mutex(initial)
     }
 
     /// Runs `body` with exclusive access to the state (`Mutex.withLock`).
     @inlinable
-    public borrowing func withLock<Result: ~Copyable, E: Error>(
+    borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending State) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         try mutex.withLock { (state: inout sending State) throws(E) -> sending Result in

@@ -6,8 +6,7 @@
 import Dispatch
 import GNSSHat
 import Glibc
-import PiHardware
-import Synchronization
+import LinuxSystem
 
 /// Where the simulated receiver's output goes and its input comes from.
 enum SimulatorPort: Sendable {
@@ -44,7 +43,7 @@ final class HatSimulator: Sendable {
 
     let receiver: SimulatedReceiver
     let port: SimulatorPort
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let threads = DispatchGroup()
     private let writer = DispatchQueue(label: "hil.simulator.output")
     private let powerPath: String

@@ -1,9 +1,11 @@
 // The real PiHardware drivers against the simulated hat in the guest kernel: GPIO outputs and
 // the busy error through libgpiod (v1 or v2, as built), PPS edges with kernel timestamps, the
-// u-blox DDC port through I2C_RDWR with the receiver's glitches and NAKs, and termios on a
-// pseudo-terminal. Levels and bytes are checked from outside, through SimulatedLines and
-// SimulatedDDC.
+// u-blox DDC port (GNSSHat's) through I2C_RDWR with the receiver's glitches and NAKs, and termios
+// on a pseudo-terminal (LinuxSystem's). Levels and bytes are checked from outside, through
+// SimulatedLines and SimulatedDDC.
 import Glibc
+import GNSSHat  // UBloxDDC
+import LinuxSystem
 import PiHardware
 
 /// The simulated hat's GPIO chip, by the label gnss_gpio_sim gives it.

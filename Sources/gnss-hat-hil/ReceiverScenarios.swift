@@ -9,9 +9,9 @@
 import GNSSHat
 import GNSSProtocol
 import Glibc
+import LinuxSystem
 import PiHardware
 import Signals
-import Synchronization
 
 let receiverScenarios: [Scenario] = [
     Scenario("receiver.ddc-power-cycle") { try await checkPowerCycle(link: .ddc) },
@@ -98,12 +98,12 @@ final class Collector<Value: Sendable>: Sendable {
     }
 }
 
-/// State shared by an object and the task it starts (a `Mutex` cannot be captured).
+/// State shared by an object and the task it starts (a `Lock` cannot be captured).
 final class Shared<State: Sendable>: Sendable {
-    private let mutex: Mutex<State>
+    private let mutex: Lock<State>
 
     init(_ initial: State) {
-        mutex = Mutex(initial)
+        mutex = Lock(initial)
     }
 
     func withLock<Result>(_ body: (inout State) -> Result) -> Result {

@@ -1,6 +1,6 @@
 // `gnss-hat boards`: every board a user can name, with its chip, link and power strategies.
 import GNSSHat
-import PiHardware
+import LinuxSystem
 
 enum BoardsCommand: Subcommand {
     static let spec = CommandSpec(

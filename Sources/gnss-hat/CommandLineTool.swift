@@ -1,6 +1,6 @@
 // Subcommand dispatch, exit statuses and error classification.
 import GNSSHat
-import PiHardware
+import LinuxSystem
 
 /// The exit statuses of every subcommand (documented in `gnss-hat --help` and the README).
 enum ExitStatus: Int32, CaseIterable {

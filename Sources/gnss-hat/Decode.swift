@@ -2,7 +2,7 @@
 
 import GNSSProtocol
 import GPSD
-import PiHardware
+import LinuxSystem
 
 /// The `decode` subcommand.
 enum DecodeCommand: Subcommand {

@@ -1,5 +1,6 @@
 // `gnss-hat info`: which receiver sits on the board, and how it talks.
 import GNSSHat
+import LinuxSystem
 import PiHardware
 
 enum InfoCommand: Subcommand {

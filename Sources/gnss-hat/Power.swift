@@ -1,5 +1,6 @@
 // `gnss-hat power on|off|status`: the board's power strategies by hand, for bring-up.
 import GNSSHat
+import LinuxSystem
 import PiHardware
 
 enum PowerCommand: Subcommand {

@@ -3,7 +3,7 @@
 
 import GNSSHat
 import GPSD
-import PiHardware
+import LinuxSystem
 
 /// The `serve` subcommand.
 enum ServeCommand: Subcommand {

@@ -2,7 +2,7 @@
 // gpspipe, minicom) to open as if it were a hat's serial port.
 import GNSSHat
 import GNSSProtocol
-import PiHardware
+import LinuxSystem
 
 enum SimulateCommand: Subcommand {
     static let spec = CommandSpec(

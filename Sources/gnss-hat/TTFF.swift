@@ -3,7 +3,7 @@
 // scripts/hil-pi.sh, in Swift so the script parses one JSON line rather than a live view.
 import GNSSHat
 import GNSSProtocol
-import PiHardware
+import LinuxSystem
 import Signals
 
 enum TTFFCommand: Subcommand {

@@ -5,7 +5,7 @@
 import GNSSHat
 import GNSSProtocol
 import GPSD
-import PiHardware
+import LinuxSystem
 import Signals
 
 enum WatchCommand: Subcommand {

@@ -1,6 +1,6 @@
 // gnss-hat: the command line. Finds the subcommand, parses its arguments against its spec, runs
 // it, and turns what went wrong into one line on standard error and a documented exit status.
-import PiHardware
+import LinuxSystem
 
 ProcessExit.ignoreBrokenPipe()
 // One malloc arena: a service of a few mostly idle threads needs no more, and each extra arena

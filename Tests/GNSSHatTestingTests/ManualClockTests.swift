@@ -1,6 +1,6 @@
 import GNSSHatTesting
+import LinuxSystem
 import Signals
-import Synchronization
 import Testing
 
 @Suite("ManualClock", .timeLimit(.minutes(1)))

@@ -1,5 +1,6 @@
 @testable import GNSSHat
 import GNSSHatTesting  // onThread
+import LinuxSystem
 import PiHardware
 import Testing
 

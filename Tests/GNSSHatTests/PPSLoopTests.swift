@@ -57,3 +57,18 @@ struct PPSLoopTests {
         await rig.shutdown()
     }
 }
+
+@Suite("A pulse's system time")
+struct PPSPulseTimeTests {
+    @Test("a realtime stamp is the system time; a monotonic one is moved onto the wall clock")
+    func systemTime() {
+        let realtime = PPSPulse(edge: EdgeEvent(kind: .rising, timestamp: .seconds(1_700_000_000), clock: .realtime,
+                                                sequence: 1))
+        #expect(realtime.systemTime(wallNow: 5, monotonicNow: 7) == 1_700_000_000_000_000_000)
+        // The edge was 250 ms before the monotonic clock was read, so 250 ms before the wall clock's now.
+        let monotonic = PPSPulse(edge: EdgeEvent(kind: .rising, timestamp: .milliseconds(10_000), clock: .monotonic,
+                                                 sequence: 2))
+        #expect(monotonic.systemTime(wallNow: 1_700_000_000_000_000_000, monotonicNow: 10_250_000_000)
+            == 1_699_999_999_750_000_000)
+    }
+}

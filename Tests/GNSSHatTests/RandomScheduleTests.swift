@@ -2,6 +2,7 @@ import Foundation
 import GNSSHat
 import GNSSHatTesting
 import GNSSProtocol
+import LinuxSystem
 import PiHardware
 import Signals
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 @testable import GNSSHat  // PowerStrategyRunner.lineOffAttempts
 import GNSSHatTesting
 import GNSSProtocol
+import LinuxSystem
 import PiHardware
 import Signals
 import Testing

@@ -1,7 +1,6 @@
 import GNSSHat
 import GNSSHatTesting
 import GNSSProtocol
-import PiHardware
 import Signals
 import Testing
 

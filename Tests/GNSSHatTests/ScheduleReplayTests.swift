@@ -1,5 +1,6 @@
 import GNSSHat
 import GNSSHatTesting
+import LinuxSystem
 import Signals
 import Testing
 

@@ -1,6 +1,7 @@
 @testable import GNSSHat  // SimulatedHat.whenHostOpenAccepted: a fault in the middle of an open
 import GNSSHatTesting
 import GNSSProtocol
+import LinuxSystem
 import PiHardware
 import Signals
 import Testing

@@ -2,7 +2,6 @@ import Foundation
 @testable import GNSSHat
 import GNSSHatTesting
 import GNSSProtocol
-import PiHardware
 import Signals
 import Testing
 

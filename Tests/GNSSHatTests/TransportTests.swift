@@ -1,6 +1,7 @@
 @testable import GNSSHat
 import GNSSHatTesting
 import GNSSProtocol
+import LinuxSystem
 import PiHardware
 import Signals
 import Testing

@@ -2,7 +2,7 @@
 // watched by a client; their TPV and SKY streams are compared field by field, epoch by epoch.
 
 import Foundation
-import PiHardware
+import LinuxSystem
 import Testing
 import TestSupport
 

@@ -2,7 +2,7 @@
 
 import Foundation
 import Glibc
-import PiHardware
+import LinuxSystem
 import Testing
 import TestSupport
 

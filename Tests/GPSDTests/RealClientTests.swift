@@ -2,7 +2,7 @@
 // process-level robustness checks (SIGTERM, descriptors, running out of descriptors).
 
 import Foundation
-import PiHardware
+import LinuxSystem
 import Testing
 import TestSupport
 

@@ -1,7 +1,7 @@
 import Foundation
 @testable import GPSD
 import GNSSHatTesting
-import PiHardware
+import LinuxSystem
 import Signals
 import Testing
 

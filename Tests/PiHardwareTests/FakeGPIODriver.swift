@@ -1,5 +1,5 @@
+import LinuxSystem
 @testable import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 
 /// A fake libgpiod behind `GPIODriver`: chips with labels and named lines, lines that remember
 /// their settings and values, edge events a test queues. Its calls go through the seam's
@@ -180,7 +180,7 @@ final class FakeLineHandle: GPIOLineHandle, @unchecked Sendable {
                 throw FailedCall(call: "gpiod_line_request_get_fd", device: device, errno: .notPermitted)
             }
             if line.ready == nil {
-                do throws(SocketError) {
+                do throws(SystemError) {
                     line.ready = try Waker()
                 } catch {
                     throw FailedCall(call: "eventfd", device: device, errno: error.failedCall?.errno)

@@ -1,4 +1,5 @@
 import GNSSHatTesting
+import LinuxSystem
 import PiHardware
 import Testing
 

@@ -1,3 +1,4 @@
+import LinuxSystem
 @testable import PiHardware
 import Testing
 

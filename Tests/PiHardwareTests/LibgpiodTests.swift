@@ -1,4 +1,5 @@
 import Glibc
+import LinuxSystem
 @testable import PiHardware
 import Testing
 

@@ -1,7 +1,7 @@
 import CLinuxShims
 import Glibc
+import LinuxSystem
 @testable import PiHardware
-import Signals  // Lock: a Mutex whose ordering ThreadSanitizer sees
 import Testing
 
 /// A LinuxPPS source behind the seam: `open` of its path hands out a /dev/null descriptor and

@@ -1,45 +1,8 @@
 import Glibc
+import LinuxSystem
 @testable import PiHardware
 import Testing
-
-@Suite("Errno")
-struct ErrnoTests {
-    @Test("each static is its C constant, named in the description", arguments: [
-        (Errno.interrupted, EINTR, "EINTR"), (.ioError, EIO, "EIO"), (.resourceBusy, EBUSY, "EBUSY"),
-        (.remoteIO, EREMOTEIO, "EREMOTEIO"), (.timedOut, ETIMEDOUT, "ETIMEDOUT"),
-        (.noSuchDeviceOrAddress, ENXIO, "ENXIO"), (.permissionDenied, EACCES, "EACCES"),
-        (.noSuchFileOrDirectory, ENOENT, "ENOENT"), (.notATerminal, ENOTTY, "ENOTTY"),
-        (.wouldBlock, EAGAIN, "EAGAIN"), (.notSupported, EOPNOTSUPP, "EOPNOTSUPP"),
-    ])
-    func constants(errno: Errno, raw: CInt, name: String) {
-        #expect(errno.rawValue == raw)
-        #expect(errno.name == name)
-        #expect(errno.description == "\(String(cString: strerror(raw))) (\(name))")
-    }
-
-    @Test("an unlisted code keeps its number and still has the C library's message")
-    func unlisted() {
-        let errno = Errno(rawValue: EXDEV)
-        #expect(errno.name == "errno \(EXDEV)")
-        #expect(errno.message == String(cString: strerror(EXDEV)))
-    }
-
-    @Test("a failed call says the call, the device and the error")
-    func failedCall() {
-        let failure = FailedCall(call: "ioctl(I2C_RDWR)", device: "/dev/i2c-1", errno: .remoteIO)
-        #expect(failure.description == "ioctl(I2C_RDWR) on /dev/i2c-1: Remote I/O error (EREMOTEIO)")
-        #expect(I2CError(failure).description.contains("NAK"))
-    }
-
-    @Test("time-outs convert to poll milliseconds and nanoseconds without overflow", arguments: [
-        (Duration.zero, CInt(0), Int64(0)), (.nanoseconds(1), 1, 1), (.milliseconds(1), 1, 1_000_000),
-        (.microseconds(1500), 2, 1_500_000), (.seconds(-3), 0, 0), (.seconds(Int64.max), .max, .max),
-    ])
-    func durations(duration: Duration, millis: CInt, nanos: Int64) {
-        #expect(duration.pollMilliseconds == millis)
-        #expect(duration.clampedNanoseconds == nanos)
-    }
-}
+import TestSupport  // readExactly
 
 /// A short name per error case, so tables can say which case they expect.
 func kind(_ error: SerialError) -> String {
@@ -57,11 +20,11 @@ func kind(_ error: SerialError) -> String {
     }
 }
 
-@Suite("The syscall seam: serial ports and pseudo-terminals")
+@Suite("The syscall seam: serial ports")
 struct SerialSeamTests {
     /// What a case does once a pseudo-terminal is open: each exercises different calls.
     enum Action: String, CaseIterable, Sendable {
-        case open, read, write, drain, speed, pseudoTerminal
+        case open, read, write, drain, speed
     }
 
     /// Runs `action` with `mock` installed, against a pseudo-terminal opened before it.
@@ -81,8 +44,6 @@ struct SerialSeamTests {
                 try port.drain()
             case .speed:
                 try port.setSpeed(4800)
-            case .pseudoTerminal:
-                _ = try PseudoTerminal(holdDeviceOpen: true)
             }
         }
     }
@@ -103,11 +64,6 @@ struct SerialSeamTests {
         ("write", .ioError, .write, "vanished"),
         ("write", .brokenPipe, .write, "hangUp"),
         ("tcdrain", .ioError, .drain, "vanished"),
-        ("posix_openpt", .noSuchFileOrDirectory, .pseudoTerminal, "notFound"),
-        ("grantpt", .permissionDenied, .pseudoTerminal, "permissionDenied"),
-        ("unlockpt", .invalidArgument, .pseudoTerminal, "failed"),
-        ("ptsname_r", .notATerminal, .pseudoTerminal, "notATerminal"),
-        ("fcntl(F_GETFL)", .invalidArgument, .pseudoTerminal, "failed"),
     ]
 
     @Test("an injected error becomes the typed error, naming the call", arguments: mappings)
@@ -130,9 +86,7 @@ struct SerialSeamTests {
     static let retried: [(SystemCall, Action)] = [
         ("open", .open), (.ioctl("TIOCEXCL"), .open), ("tcgetattr", .open), ("tcsetattr", .open),
         ("cfsetispeed", .open), ("cfsetospeed", .open), ("poll", .read), ("read", .read), ("write", .write),
-        ("tcdrain", .drain), ("posix_openpt", .pseudoTerminal), ("grantpt", .pseudoTerminal),
-        ("unlockpt", .pseudoTerminal), ("ptsname_r", .pseudoTerminal), ("fcntl(F_GETFL)", .pseudoTerminal),
-        ("fcntl(F_SETFL)", .pseudoTerminal),
+        ("tcdrain", .drain),
     ]
 
     @Test("EINTR is retried: three interruptions cost three more calls and no error", arguments: retried)

@@ -1,18 +1,8 @@
 import Glibc
+@testable import LinuxSystem  // ThreadCondition
 @testable import PiHardware
 import Testing
-
-/// Reads from `link` until `count` bytes came or a read returns nothing within a second (which
-/// only happens when the test is about to fail anyway).
-func readExactly(_ count: Int, from read: (Duration) throws -> [UInt8]) throws -> [UInt8] {
-    var bytes: [UInt8] = []
-    while bytes.count < count {
-        let chunk = try read(.seconds(1))
-        if chunk.isEmpty { break }
-        bytes += chunk
-    }
-    return bytes
-}
+import TestSupport  // readExactly
 
 @Suite("Serial port against a pseudo-terminal")
 struct SerialPortTests {

@@ -1,6 +1,7 @@
 // ConditionWaiters: a wait ends when its condition holds and the owner says so, or when its task
 // is cancelled; a change between the waiter's check and its parking is not missed.
 
+import LinuxSystem
 import Signals
 import Testing
 

@@ -1,6 +1,6 @@
 import GNSSHatTesting
+import LinuxSystem
 import Signals
-import Synchronization
 import Testing
 
 /// The signal with real tasks, a manual clock and a fake power switch.

@@ -1,6 +1,6 @@
 import GNSSHatTesting
+import LinuxSystem
 import Signals
-import Synchronization
 import Testing
 
 /// A producer for tests: powers a fake switch on and off and remembers the emitter of the

@@ -2,6 +2,7 @@
 // (`SimulatedEdgeSource`) and the tests' `FakeEdgeSource` are both a queue like this one.
 
 package import Dispatch
+package import LinuxSystem
 package import PiHardware
 import Signals
 

@@ -4,6 +4,7 @@
 // traffic accounting so that a driver of a manual clock can tell when nothing is in flight.
 import Dispatch
 import GNSSProtocol
+import LinuxSystem
 public import PiHardware
 import Signals
 

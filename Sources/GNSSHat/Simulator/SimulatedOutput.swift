@@ -2,6 +2,7 @@
 // (GN talker, per-system GSV) with the UBX NAV messages configuration enabled, or MTK NMEA
 // (GP talker, PMTK314 rates).
 import GNSSProtocol
+public import LinuxSystem
 public import PiHardware
 import Signals
 

@@ -4,6 +4,7 @@
 // sink (a pseudo-terminal, an in-process link, a DDC simulator's control device) and takes
 // host bytes from whoever reads that sink. Every encoding is GNSSProtocol's.
 public import GNSSProtocol
+import LinuxSystem
 import PiHardware
 import Signals
 

@@ -1,41 +1,50 @@
-// The syscall seam: every C call PiHardware makes goes through one internal function here
-// (swift-system's `system_open` pattern), so tests can inject failures and see which calls ran.
-// libc structs (timespec, termios) belong to whichever C module Clang met them in first, which
-// varies between builds; importing every C module keeps MemberImportVisibility satisfied.
-internal import CGPIOD
-internal import CI2C
+// The syscall seam: every C call the package makes goes through one function here or in the other
+// *Seam files (swift-system's `system_open` pattern), so tests can inject failures and see which
+// calls ran. What PiHardware needs of it is `package`: the termios and ioctl calls here, and the
+// mechanism its libgpiod and libi2c calls (declared next to their users) record themselves and take
+// injected failures through, the same `SeamMock`.
+//
+// libc types (termios, speed_t, mode_t) belong to whichever C module Clang met them in first,
+// CLinuxShims or Glibc, which varies between builds; so no `package` signature here names one:
+// `mode_t` and `speed_t` are spelt `UInt32`, and a termios is passed as a raw pointer (`&settings`).
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
 
 /// The name of one C call as it appears in errors and in the seam's record, e.g. `open`,
 /// `ioctl(I2C_RDWR)`, `gpiod_line_request`.
-struct SystemCall: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    let rawValue: String
-    init(rawValue: String) { self.rawValue = rawValue }
-    init(stringLiteral value: String) { self.rawValue = value }
-    var description: String { rawValue }
+package struct SystemCall:
+    RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral
+{
+    package let rawValue: String
+    package init(rawValue: String) { self.rawValue = rawValue }
+    package init(stringLiteral value: String) { self.rawValue = value }
+    package var description: String { rawValue }
 
-    static func ioctl(_ request: String) -> SystemCall { SystemCall(rawValue: "ioctl(\(request))") }
+    package static func ioctl(_ request: String) -> SystemCall { SystemCall(rawValue: "ioctl(\(request))") }
 }
 
 /// A test hook on the seam: injects errors into named calls, stands in for `open` and `ioctl`,
 /// and records every call with its device. Installed for one task with `SeamMock.$current`;
 /// tests run in parallel, so the hook is task-local rather than global.
-final class SeamMock: Sendable {
+package final class SeamMock: Sendable {
     /// One call that went through the seam.
-    struct Record: Hashable, Sendable, CustomStringConvertible {
-        let call: SystemCall
-        let device: String
-        var description: String { "\(call) \(device)" }
+    package struct Record: Hashable, Sendable, CustomStringConvertible {
+        package let call: SystemCall
+        package let device: String
+        package var description: String { "\(call) \(device)" }
+
+        package init(call: SystemCall, device: String) {
+            self.call = call
+            self.device = device
+        }
     }
 
     /// Stands in for `open(path, flags)`; returns a descriptor or -1 with `errno` set, or nil to
     /// let the real call run.
-    typealias OpenHandler = @Sendable (_ path: String, _ flags: CInt) -> CInt?
+    package typealias OpenHandler = @Sendable (_ path: String, _ flags: CInt) -> CInt?
     /// Stands in for `ioctl(fd, request, arg)`; returns the result (with `errno` set when -1),
     /// or nil to let the real call run.
-    typealias IoctlHandler = @Sendable (_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer?) -> CInt?
+    package typealias IoctlHandler = @Sendable (_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer?) -> CInt?
 
     private struct State {
         var failures: [SystemCall: [Errno]] = [:]
@@ -44,11 +53,11 @@ final class SeamMock: Sendable {
         var ioctl: IoctlHandler?
     }
 
-    @TaskLocal static var current: SeamMock?
+    @TaskLocal package static var current: SeamMock?
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
-    init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil) {
+    package init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil) {
         state.withLock {
             $0.open = open
             $0.ioctl = ioctl
@@ -56,21 +65,21 @@ final class SeamMock: Sendable {
     }
 
     /// The next `times` calls of `call` fail with `errno` before reaching the system.
-    func fail(_ call: SystemCall, with errno: Errno, times: Int = 1) {
+    package func fail(_ call: SystemCall, with errno: Errno, times: Int = 1) {
         state.withLock { $0.failures[call, default: []] += Array(repeating: errno, count: times) }
     }
 
     /// Every call made so far, in order.
-    var records: [Record] { state.withLock { $0.records } }
+    package var records: [Record] { state.withLock { $0.records } }
 
     /// The names of the calls made so far, in order.
-    var calls: [SystemCall] { records.map(\.call) }
+    package var calls: [SystemCall] { records.map(\.call) }
 
     /// How many times `call` was made.
-    func count(_ call: SystemCall) -> Int { records.filter { $0.call == call }.count }
+    package func count(_ call: SystemCall) -> Int { records.filter { $0.call == call }.count }
 
     /// Failures injected but not yet consumed.
-    var pendingFailures: Int { state.withLock { $0.failures.values.reduce(0) { $0 + $1.count } } }
+    package var pendingFailures: Int { state.withLock { $0.failures.values.reduce(0) { $0 + $1.count } } }
 
     fileprivate func enter(_ call: SystemCall, _ device: String) -> Errno? {
         state.withLock {
@@ -88,7 +97,7 @@ final class SeamMock: Sendable {
 
 /// Records the call and returns an injected error, if a test installed one.
 @inline(__always)
-func seamEnter(_ call: SystemCall, _ device: String) -> Errno? {
+package func seamEnter(_ call: SystemCall, _ device: String) -> Errno? {
     guard let mock = SeamMock.current else { return nil }
     return mock.enter(call, device)
 }
@@ -100,7 +109,7 @@ func seamEnter(_ call: SystemCall, _ device: String) -> Errno? {
 /// `EBADF` and `EFAULT` can only mean a bug in this package (a closed descriptor, a bad
 /// buffer), so they trap the way swift-nio does, rather than being reported as I/O errors.
 @inline(__always)
-func retryingInterrupts<T: BinaryInteger>(
+package func retryingInterrupts<T: BinaryInteger>(
     _ call: SystemCall, _ device: String, _ body: () -> T
 ) -> Result<T, FailedCall> {
     while true {
@@ -115,7 +124,7 @@ func retryingInterrupts<T: BinaryInteger>(
 
 /// Runs a call that returns NULL and sets `errno` on failure, retrying `EINTR`.
 @inline(__always)
-func retryingInterrupts<T>(
+package func retryingInterrupts<T>(
     _ call: SystemCall, _ device: String, _ body: () -> T?
 ) -> Result<T, FailedCall> {
     while true {
@@ -130,7 +139,7 @@ func retryingInterrupts<T>(
 @inline(__always)
 private func trapOnBug(_ errno: Errno, _ call: SystemCall, _ device: String) {
     if errno == .badFileDescriptor || errno == .badAddress {
-        preconditionFailure("PiHardware bug: \(call) on \(device) failed with \(errno)")
+        preconditionFailure("GNSSHat bug: \(call) on \(device) failed with \(errno)")
     }
 }
 
@@ -143,23 +152,23 @@ private func fail<T: BinaryInteger>(_ errno: Errno) -> T {
 
 // MARK: - libc
 
-func system_open(_ path: String, _ flags: CInt, _ mode: mode_t = 0) -> CInt {
+package func system_open(_ path: String, _ flags: CInt, _ mode: UInt32 = 0) -> CInt {
     if let errno = seamEnter("open", path) { return fail(errno) }
     if let handler = SeamMock.current?.openHandler, let fd = handler(path, flags) { return fd }
     return Glibc.open(path, flags, mode)
 }
 
-func system_close(_ fd: CInt, _ device: String) -> CInt {
+package func system_close(_ fd: CInt, _ device: String) -> CInt {
     if let errno = seamEnter("close", device) { return fail(errno) }
     return Glibc.close(fd)
 }
 
-func system_read(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ device: String) -> Int {
+package func system_read(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ device: String) -> Int {
     if let errno = seamEnter("read", device) { return fail(errno) }
     return Glibc.read(fd, buffer, count)
 }
 
-func system_write(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int, _ device: String) -> Int {
+package func system_write(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int, _ device: String) -> Int {
     if let errno = seamEnter("write", device) { return fail(errno) }
     return Glibc.write(fd, buffer, count)
 }
@@ -169,7 +178,7 @@ func system_poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeoutMS:
     return Glibc.poll(fds, nfds_t(count), timeoutMS)
 }
 
-func system_ioctl(
+package func system_ioctl(
     _ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer?, _ call: SystemCall, _ device: String
 ) -> CInt {
     if let errno = seamEnter(call, device) { return fail(errno) }
@@ -177,42 +186,42 @@ func system_ioctl(
     return cshim_ioctl_ptr(fd, request, arg)
 }
 
-func system_tcgetattr(_ fd: CInt, _ termios: UnsafeMutablePointer<termios>, _ device: String) -> CInt {
+package func system_tcgetattr(_ fd: CInt, _ settings: UnsafeMutableRawPointer, _ device: String) -> CInt {
     if let errno = seamEnter("tcgetattr", device) { return fail(errno) }
-    return Glibc.tcgetattr(fd, termios)
+    return Glibc.tcgetattr(fd, settings.assumingMemoryBound(to: termios.self))
 }
 
-func system_tcsetattr(_ fd: CInt, _ action: CInt, _ termios: UnsafePointer<termios>, _ device: String) -> CInt {
+package func system_tcsetattr(_ fd: CInt, _ action: CInt, _ settings: UnsafeRawPointer, _ device: String) -> CInt {
     if let errno = seamEnter("tcsetattr", device) { return fail(errno) }
-    return Glibc.tcsetattr(fd, action, termios)
+    return Glibc.tcsetattr(fd, action, settings.assumingMemoryBound(to: termios.self))
 }
 
-func system_tcdrain(_ fd: CInt, _ device: String) -> CInt {
+package func system_tcdrain(_ fd: CInt, _ device: String) -> CInt {
     if let errno = seamEnter("tcdrain", device) { return fail(errno) }
     return Glibc.tcdrain(fd)
 }
 
-func system_tcflush(_ fd: CInt, _ queue: CInt, _ device: String) -> CInt {
+package func system_tcflush(_ fd: CInt, _ queue: CInt, _ device: String) -> CInt {
     if let errno = seamEnter("tcflush", device) { return fail(errno) }
     return Glibc.tcflush(fd, queue)
 }
 
-func system_cfsetispeed(_ termios: UnsafeMutablePointer<termios>, _ speed: speed_t, _ device: String) -> CInt {
+package func system_cfsetispeed(_ settings: UnsafeMutableRawPointer, _ speed: UInt32, _ device: String) -> CInt {
     if let errno = seamEnter("cfsetispeed", device) { return fail(errno) }
-    return Glibc.cfsetispeed(termios, speed)
+    return Glibc.cfsetispeed(settings.assumingMemoryBound(to: termios.self), speed)
 }
 
-func system_cfsetospeed(_ termios: UnsafeMutablePointer<termios>, _ speed: speed_t, _ device: String) -> CInt {
+package func system_cfsetospeed(_ settings: UnsafeMutableRawPointer, _ speed: UInt32, _ device: String) -> CInt {
     if let errno = seamEnter("cfsetospeed", device) { return fail(errno) }
-    return Glibc.cfsetospeed(termios, speed)
+    return Glibc.cfsetospeed(settings.assumingMemoryBound(to: termios.self), speed)
 }
 
-func system_cfgetospeed(_ termios: UnsafePointer<termios>) -> speed_t {
-    Glibc.cfgetospeed(termios)
+package func system_cfgetospeed(_ settings: UnsafeRawPointer) -> UInt32 {
+    Glibc.cfgetospeed(settings.assumingMemoryBound(to: termios.self))
 }
 
-func system_cfmakeraw(_ termios: UnsafeMutablePointer<termios>) {
-    cshim_cfmakeraw(termios)
+package func system_cfmakeraw(_ settings: UnsafeMutableRawPointer) {
+    cshim_cfmakeraw(settings.assumingMemoryBound(to: termios.self))
 }
 
 func system_posix_openpt(_ flags: CInt) -> CInt {
@@ -261,13 +270,13 @@ func system_closedir(_ dir: OpaquePointer, _ path: String) -> CInt {
     return Glibc.closedir(dir)
 }
 
-func system_fcntl(_ fd: CInt, _ command: CInt, _ value: CInt, _ call: SystemCall, _ device: String) -> CInt {
+package func system_fcntl(_ fd: CInt, _ command: CInt, _ value: CInt, _ call: SystemCall, _ device: String) -> CInt {
     if let errno = seamEnter(call, device) { return fail(errno) }
     return Glibc.fcntl(fd, command, value)
 }
 
 /// Sleeps for `duration` (`nanosleep`), resuming after a signal with the time that was left.
-func system_nanosleep(_ duration: Duration) {
+package func system_nanosleep(_ duration: Duration) {
     _ = seamEnter("nanosleep", "")
     let nanos = duration.clampedNanoseconds
     var request = timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
@@ -278,7 +287,7 @@ func system_nanosleep(_ duration: Duration) {
 }
 
 /// The names in a directory (`opendir`, `readdir`, `closedir`).
-func listDirectory(_ path: String) throws(FailedCall) -> [String] {
+package func listDirectory(_ path: String) throws(FailedCall) -> [String] {
     guard let dir = system_opendir(path) else {
         throw FailedCall(call: "opendir", device: path, errno: .current)
     }
@@ -300,18 +309,7 @@ func listDirectory(_ path: String) throws(FailedCall) -> [String] {
 
 /// Sets `errno` and returns the C failure value -1 (for the seam functions in other files).
 @inline(__always)
-func failC(_ errno: Errno) -> CInt {
+package func failC(_ errno: Errno) -> CInt {
     Errno.current = errno
     return -1
-}
-
-// MARK: - libi2c
-
-/// `i2c_smbus_write_quick(3)` (libi2c): one SMBus quick command, the address and a read/write bit.
-/// Returns 0 or a negative errno (libi2c's convention); the seam turns that into -1 and `errno`.
-func system_smbus_write_quick(_ fd: CInt, _ value: UInt8, _ device: String) -> CInt {
-    if let errno = seamEnter("i2c_smbus_write_quick", device) { return failC(errno) }
-    let result = i2c_smbus_write_quick(fd, value)
-    if result < 0 { return failC(Errno(rawValue: -result)) }
-    return result
 }

@@ -20,13 +20,13 @@ public final class SerialThread: Sendable {
 
     /// Queues `body` to run on the thread; throws if the thread cannot be started
     /// (`pthread_create`).
-    public func async(_ body: @escaping @Sendable () -> Void) throws(SocketError) {
+    public func async(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
         try start()
         queue.put(body)
     }
 
     /// Runs `body` on the thread and returns its result; throws what `body` throws, or a
-    /// ``SocketError`` if the thread cannot be started.
+    /// ``SystemError`` if the thread cannot be started.
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             do {
@@ -37,8 +37,8 @@ public final class SerialThread: Sendable {
         }
     }
 
-    private func start() throws(SocketError) {
-        try started.withLock { started throws(SocketError) in
+    private func start() throws(SystemError) {
+        try started.withLock { started throws(SystemError) in
             guard !started else { return }
             let queue = queue
             // The thread holds the queue, not this object: releasing the object closes the

@@ -1,8 +1,6 @@
 // The process's scheduling priority. gpsd, started as root, lowers its nice value to -10 so that
 // the moment a sentence arrives is not lost behind other work; a service that reports time and
 // position should be able to do the same.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 

@@ -3,7 +3,7 @@
 internal import Glibc
 
 /// What a read with a time-out saw.
-enum ReadOutcome {
+package enum ReadOutcome {
     /// Bytes arrived.
     case bytes([UInt8])
     /// Nothing arrived in time (or a wake-up carried no data).
@@ -15,7 +15,7 @@ enum ReadOutcome {
 }
 
 /// What a write of all bytes saw.
-enum WriteOutcome {
+package enum WriteOutcome {
     case written
     /// Poll found the descriptor not writable within the time-out.
     case timedOut(FailedCall)
@@ -24,7 +24,7 @@ enum WriteOutcome {
 }
 
 /// What a wait for input saw.
-enum InputReadiness {
+package enum InputReadiness {
     /// The descriptor has input (or an error condition that a read will report).
     case readable
     /// The waker was woken and the descriptor has no input; the waker is drained.
@@ -37,11 +37,11 @@ enum InputReadiness {
     case failed(FailedCall)
 }
 
-enum DescriptorIO {
+package enum DescriptorIO {
     /// Waits with `poll` until `fd` has input, `wake` (when given) is woken, or `timeout` (nil: none)
     /// passes. Input wins over a wake that came at the same time: the wake stays pending for the
     /// next wait. The `pollfd`s live on the stack, not in an array per call.
-    static func waitForInput(_ fd: CInt, device: String, timeout: Duration?, wake: Waker?) -> InputReadiness {
+    package static func waitForInput(_ fd: CInt, device: String, timeout: Duration?, wake: Waker?) -> InputReadiness {
         let milliseconds = timeout?.pollMilliseconds ?? -1
         let count = wake == nil ? 1 : 2
         // The revents of `fd`, nil when poll timed out.
@@ -79,7 +79,7 @@ enum DescriptorIO {
 
     /// Waits with `poll` for input (see ``waitForInput(_:device:timeout:wake:)``), then reads at
     /// most `maxCount` bytes with `read`.
-    static func read(_ fd: CInt, device: String, maxCount: Int, timeout: Duration?, wake: Waker? = nil)
+    package static func read(_ fd: CInt, device: String, maxCount: Int, timeout: Duration?, wake: Waker? = nil)
         -> ReadOutcome
     {
         guard maxCount > 0 else { return .bytes([]) }
@@ -108,7 +108,7 @@ enum DescriptorIO {
 
     /// Writes all bytes with `write`, waiting with `poll` (up to `timeout` each time) while the
     /// descriptor cannot take more.
-    static func writeAll(_ fd: CInt, device: String, bytes: [UInt8], timeout: Duration) -> WriteOutcome {
+    package static func writeAll(_ fd: CInt, device: String, bytes: [UInt8], timeout: Duration) -> WriteOutcome {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
@@ -150,7 +150,7 @@ extension Waker {
     /// drains the one it saw: true when this one was woken (it wins when both were, and `wake`
     /// stays pending for the next wait), false when `wake` was. For in-process sources that say
     /// "ready" with a waker of their own, as the simulator's and the test fakes' edge sources do.
-    public func wait(until wake: Waker) throws(SocketError) -> Bool {
+    public func wait(until wake: Waker) throws(SystemError) -> Bool {
         switch DescriptorIO.waitForInput(rawDescriptor, device: "eventfd", timeout: nil, wake: wake) {
         case .readable:
             drain()
@@ -158,7 +158,7 @@ extension Waker {
         case .woken, .timedOut:
             return false
         case .hungUp(let failure), .failed(let failure):
-            throw SocketError(failure)
+            throw SystemError(failure)
         }
     }
 

@@ -1,7 +1,5 @@
 // The system's real-time clock, read through the seam: the service stamps DEVICE activation, POLL
 // replies and chrony samples with it.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 

@@ -1,7 +1,7 @@
-// The byte-stream protocol the receiver layer programs against: a serial port, a u-blox DDC
-// port, a pseudo-terminal or a test double.
+// The byte-stream protocol the receiver layer programs against: a serial port (PiHardware), a
+// u-blox DDC port, a pseudo-terminal (here) or a test double.
 
-/// A bidirectional byte stream to a receiver.
+/// A bidirectional byte stream to a device, such as a GNSS receiver.
 ///
 /// Calls block the calling thread (at most for the given time-out); run them on a thread of
 /// their own, not on the cooperative pool. A `read` and a `write` may run at the same time on

@@ -1,7 +1,9 @@
-// What every PiHardware error can tell a caller that does not care which area it came from.
+// What every error of LinuxSystem and PiHardware can tell a caller that does not care which area it
+// came from (sockets, threads, files, pseudo-terminals, GPIO, I2C, serial ports, PPS).
 
-/// An error from PiHardware: says which call failed on which device, and whether the device
-/// is gone (so the caller closes its session instead of retrying).
+/// An error from a system call on a device or descriptor (every error type of LinuxSystem and
+/// PiHardware is one): says which call failed on which device, and whether the device is gone (so
+/// the caller closes its session instead of retrying).
 public protocol HardwareFault: Error, CustomStringConvertible, Sendable {
     /// The C call, device and errno behind the error, when a call failed.
     var failedCall: FailedCall? { get }

@@ -2,11 +2,8 @@
 // descriptor is ready (indefinitely when nothing happens), an eventfd waker other threads use to
 // hand it work, a self-pipe that turns SIGTERM and SIGINT into a readable descriptor, and a
 // dedicated thread to run it on.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
 
 /// Waits for descriptors to become ready (`epoll_create1`, `epoll_ctl`, `epoll_wait`), level-triggered.
 /// Each registration carries a caller's token that comes back with its readiness.
@@ -41,25 +38,25 @@ public final class Poller: Sendable {
     private let descriptor: OwnedDescriptor
     private let capacity: Int
     /// One `epoll_event` array reused by every wait; only the polling thread touches it.
-    private let buffer: Mutex<[epoll_event]>
+    private let buffer: Lock<[epoll_event]>
 
     /// Creates an epoll instance (close-on-exec) returning at most `capacity` events per wait.
-    public init(capacity: Int = 256) throws(SocketError) {
-        let fd = try SocketListener.check(retryingInterrupts("epoll_create1", "epoll") {
+    public init(capacity: Int = 256) throws(SystemError) {
+        let fd = try SystemError.check(retryingInterrupts("epoll_create1", "epoll") {
             system_epoll_create1(CInt(EPOLL_CLOEXEC))
         })
         descriptor = OwnedDescriptor(fd, device: "epoll")
         self.capacity = max(capacity, 1)
-        buffer = Mutex([epoll_event](repeating: epoll_event(), count: max(capacity, 1)))
+        buffer = Lock([epoll_event](repeating: epoll_event(), count: max(capacity, 1)))
     }
 
     /// Watches `fd` for `interest`, reporting `token` (`epoll_ctl(EPOLL_CTL_ADD)`).
-    public func add(_ fd: CInt, token: UInt64, interest: Interest) throws(SocketError) {
+    public func add(_ fd: CInt, token: UInt64, interest: Interest) throws(SystemError) {
         try control(EPOLL_CTL_ADD, fd, token: token, interest: interest)
     }
 
     /// Changes what `fd` is watched for (`epoll_ctl(EPOLL_CTL_MOD)`).
-    public func modify(_ fd: CInt, token: UInt64, interest: Interest) throws(SocketError) {
+    public func modify(_ fd: CInt, token: UInt64, interest: Interest) throws(SystemError) {
         try control(EPOLL_CTL_MOD, fd, token: token, interest: interest)
     }
 
@@ -71,10 +68,10 @@ public final class Poller: Sendable {
 
     /// Waits until at least one registration is ready or `timeout` passes (`nil`: forever) and returns
     /// the ready ones (`epoll_wait`). A signal interrupting the wait returns no events.
-    public func wait(timeout: Duration? = nil) throws(SocketError) -> [Event] {
+    public func wait(timeout: Duration? = nil) throws(SystemError) -> [Event] {
         guard let epfd = descriptor.fd else { throw .closed(device: "epoll") }
         let milliseconds: CInt = timeout.map(\.pollMilliseconds) ?? -1
-        return try buffer.withLock { (events: inout [epoll_event]) throws(SocketError) -> [Event] in
+        return try buffer.withLock { (events: inout [epoll_event]) throws(SystemError) -> [Event] in
             let count = events.withUnsafeMutableBufferPointer { pointer -> CInt in
                 guard let base = pointer.baseAddress else { return 0 }
                 return system_epoll_wait(epfd, base, CInt(pointer.count), milliseconds)
@@ -82,7 +79,7 @@ public final class Poller: Sendable {
             if count < 0 {
                 let errno = Errno.current
                 if errno == .interrupted { return [] }
-                throw SocketError(FailedCall(call: "epoll_wait", device: "epoll", errno: errno))
+                throw SystemError(FailedCall(call: "epoll_wait", device: "epoll", errno: errno))
             }
             var ready: [Event] = []
             ready.reserveCapacity(Int(count))
@@ -104,7 +101,7 @@ public final class Poller: Sendable {
         descriptor.close()
     }
 
-    private func control(_ operation: CInt, _ fd: CInt, token: UInt64, interest: Interest) throws(SocketError) {
+    private func control(_ operation: CInt, _ fd: CInt, token: UInt64, interest: Interest) throws(SystemError) {
         guard let epfd = descriptor.fd else { throw .closed(device: "epoll") }
         var flags: UInt32 = 0
         if interest.contains(.readable) { flags |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
@@ -113,7 +110,7 @@ public final class Poller: Sendable {
         event.events = flags
         event.data.u64 = token
         let device = "fd \(fd)"
-        _ = try SocketListener.check(retryingInterrupts("epoll_ctl", device) {
+        _ = try SystemError.check(retryingInterrupts("epoll_ctl", device) {
             system_epoll_ctl(epfd, operation, fd, &event, device)
         })
     }
@@ -123,8 +120,8 @@ public final class Poller: Sendable {
 public final class Waker: Sendable {
     private let descriptor: OwnedDescriptor
 
-    public init() throws(SocketError) {
-        let fd = try SocketListener.check(retryingInterrupts("eventfd", "eventfd") {
+    public init() throws(SystemError) {
+        let fd = try SystemError.check(retryingInterrupts("eventfd", "eventfd") {
             system_eventfd(0, CInt(EFD_NONBLOCK) | CInt(EFD_CLOEXEC))
         })
         descriptor = OwnedDescriptor(fd, device: "eventfd")
@@ -190,9 +187,9 @@ public final class SignalWatcher: Sendable {
     private let writeEnd: OwnedDescriptor
 
     /// Watches `signals` (by default SIGTERM and SIGINT).
-    public init(signals: [Signal] = [.terminate, .interrupt]) throws(SocketError) {
+    public init(signals: [Signal] = [.terminate, .interrupt]) throws(SystemError) {
         var fds: [CInt] = [-1, -1]
-        _ = try SocketListener.check(retryingInterrupts("pipe", "signal pipe") { system_pipe(&fds, "signal pipe") })
+        _ = try SystemError.check(retryingInterrupts("pipe", "signal pipe") { system_pipe(&fds, "signal pipe") })
         readEnd = OwnedDescriptor(fds[0], device: "signal pipe")
         writeEnd = OwnedDescriptor(fds[1], device: "signal pipe")
         self.signals = signals
@@ -200,8 +197,8 @@ public final class SignalWatcher: Sendable {
             let flags = retryingInterrupts("fcntl(F_SETFL)", "signal pipe") {
                 system_fcntl(fd, F_SETFL, O_NONBLOCK, "fcntl(F_SETFL)", "signal pipe")
             }
-            _ = try SocketListener.check(flags)
-            _ = try SocketListener.check(retryingInterrupts("fcntl(F_SETFD)", "signal pipe") {
+            _ = try SystemError.check(flags)
+            _ = try SystemError.check(retryingInterrupts("fcntl(F_SETFD)", "signal pipe") {
                 system_fcntl(fd, F_SETFD, FD_CLOEXEC, "fcntl(F_SETFD)", "signal pipe")
             })
         }
@@ -211,7 +208,7 @@ public final class SignalWatcher: Sendable {
             }
             if case .failure(let failure) = result {
                 for installed in signals { _ = system_notify_signal(installed.number, -1) }
-                throw SocketError(failure)
+                throw SystemError(failure)
             }
         }
     }
@@ -252,7 +249,7 @@ public final class SignalWatcher: Sendable {
 /// A dedicated OS thread (`pthread_create`), for a loop that blocks in ``Poller/wait(timeout:)`` and
 /// must not occupy a thread of Swift's cooperative pool.
 public final class LoopThread: Sendable {
-    private let handle: Mutex<pthread_t?>
+    private let handle: Lock<pthread_t?>
 
     private final class Start: @unchecked Sendable {
         // Handed to the new thread once and released there; never shared.
@@ -265,7 +262,7 @@ public final class LoopThread: Sendable {
     }
 
     /// Starts `body` on a new thread named `name` (at most 15 bytes are kept).
-    public init(name: String, _ body: @escaping @Sendable () -> Void) throws(SocketError) {
+    public init(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) {
         let start = Unmanaged.passRetained(Start(name: name, body: body))
         var thread = pthread_t()
         let code = system_pthread_create(&thread, { argument in
@@ -277,9 +274,9 @@ public final class LoopThread: Sendable {
         }, start.toOpaque())
         guard code == 0 else {
             start.release()
-            throw SocketError(FailedCall(call: "pthread_create", device: name, errno: Errno(rawValue: code)))
+            throw SystemError(FailedCall(call: "pthread_create", device: name, errno: Errno(rawValue: code)))
         }
-        handle = Mutex(thread)
+        handle = Lock(thread)
     }
 
     /// Waits for the thread to finish (`pthread_join`); later calls return at once.

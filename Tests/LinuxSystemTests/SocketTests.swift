@@ -1,8 +1,9 @@
 import CLinuxShims
 import Glibc
-@testable import PiHardware
+@testable import LinuxSystem
 import Synchronization
 import Testing
+import TestSupport  // readExactly
 
 /// A fresh path for a Unix socket in a private temporary directory, removed by `cleanUp`.
 func temporarySocketPath(_ name: String) throws -> (path: String, cleanUp: () -> Void) {
@@ -253,7 +254,7 @@ struct SignalWatcherTests {
         #expect {
             try SeamMock.$current.withValue(mock) { _ = try SignalWatcher() }
         } throws: { error in
-            (error as? SocketError)?.failedCall?.call == "sigaction"
+            (error as? SystemError)?.failedCall?.call == "sigaction"
         }
     }
 }
@@ -291,13 +292,9 @@ struct SocketSeamTests {
         ("accept4", .tooManyOpenFilesInSystem, "outOfDescriptors"),
         ("recv", .connectionReset, "peerGone"),
         ("send", .brokenPipe, "peerGone"),
-        ("epoll_create1", .tooManyOpenFiles, "outOfDescriptors"),
-        ("epoll_ctl", .noMemory, "failed"),
-        ("epoll_wait", .invalidArgument, "failed"),
-        ("eventfd", .tooManyOpenFiles, "outOfDescriptors"),
     ]
 
-    @Test("an injected error becomes the typed error, naming the call", arguments: mappings)
+    @Test("an injected error becomes the typed socket error, naming the call", arguments: mappings)
     func mapping(call: SystemCall, errno: Errno, expected: String) throws {
         let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
         let client = try SocketConnection.connect(to: listener.address)
@@ -305,7 +302,7 @@ struct SocketSeamTests {
         _ = client
         let mock = SeamMock()
         mock.fail(call, with: errno)
-        do {
+        #expect {
             try SeamMock.$current.withValue(mock) {
                 switch call.rawValue {
                 case "socket", "setsockopt(SO_REUSEADDR)", "bind", "listen":
@@ -315,25 +312,66 @@ struct SocketSeamTests {
                 case "recv":
                     var buffer = [UInt8](repeating: 0, count: 4)
                     _ = try buffer.withUnsafeMutableBytes { try server.receive(into: $0) }
-                case "send":
+                default:
                     _ = try [UInt8](repeating: 1, count: 4).withUnsafeBytes { try server.send($0) }
+                }
+            }
+        } throws: { error in
+            guard let error = error as? SocketError else { return false }
+            return kind(error) == expected && error.failedCall?.call == call.rawValue
+                && error.failedCall?.errno == errno
+        }
+        #expect(mock.pendingFailures == 0)
+    }
+
+    static let pollerMappings: [(SystemCall, Errno, String)] = [
+        ("epoll_create1", .tooManyOpenFiles, "outOfDescriptors"),
+        ("epoll_ctl", .noMemory, "failed"),
+        ("epoll_wait", .invalidArgument, "failed"),
+        ("eventfd", .tooManyOpenFiles, "outOfDescriptors"),
+        ("eventfd", .tooManyOpenFilesInSystem, "outOfDescriptors"),
+        ("pipe", .tooManyOpenFiles, "outOfDescriptors"),
+        ("fcntl(F_SETFL)", .invalidArgument, "failed"),
+        ("pthread_create", .wouldBlock, "failed"),
+    ]
+
+    @Test("the poller, wakers, the signal pipe and threads fail with a SystemError naming the call",
+          arguments: pollerMappings)
+    func systemMapping(call: SystemCall, errno: Errno, expected: String) throws {
+        let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
+        let mock = SeamMock()
+        mock.fail(call, with: errno)
+        #expect {
+            try SeamMock.$current.withValue(mock) {
+                switch call.rawValue {
                 case "epoll_create1":
                     _ = try Poller()
                 case "epoll_ctl":
-                    try Poller().add(server.rawDescriptor, token: 1, interest: .readable)
+                    try Poller().add(listener.rawDescriptor, token: 1, interest: .readable)
                 case "epoll_wait":
                     _ = try Poller().wait(timeout: .zero)
-                default:
+                case "eventfd":
                     _ = try Waker()
+                case "pipe", "fcntl(F_SETFL)":
+                    _ = try SignalWatcher(signals: [])
+                default:
+                    _ = try LoopThread(name: "test-unstarted") {}
                 }
             }
-            Issue.record("\(call) failing with \(errno) did not throw")
-        } catch let error as SocketError {
-            #expect(kind(error) == expected)
-            #expect(error.failedCall?.call == call.rawValue)
-            #expect(error.failedCall?.errno == errno)
+        } throws: { error in
+            guard let error = error as? SystemError else { return false }
+            return kind(error) == expected && error.failedCall?.call == call.rawValue
+                && error.failedCall?.errno == errno
         }
         #expect(mock.pendingFailures == 0)
+    }
+
+    @Test("a closed poller says so as a SystemError")
+    func closedPoller() throws {
+        let poller = try Poller()
+        poller.close()
+        #expect(throws: SystemError.closed(device: "epoll")) { try poller.wait(timeout: .zero) }
+        #expect(throws: SystemError.closed(device: "epoll")) { try poller.add(0, token: 1, interest: .readable) }
     }
 }
 
@@ -352,42 +390,29 @@ func kind(_ error: SocketError) -> String {
     }
 }
 
-@Suite("chrony SOCK refclock datagrams")
-struct ChronySocketTests {
-    @Test("a sample has chrony's sock_sample layout: timeval, offset, pulse, leap, pad, magic")
-    func layout() throws {
-        let sample = ChronySample(systemTime: 1_700_000_000_123_456_789, offset: -0.25, isPulse: true, leap: 1)
-        let bytes = sample.datagram
-        #expect(bytes.count == MemoryLayout<timeval>.size + 24)
-        func int64(_ at: Int) -> Int64 { bytes[at..<at + 8].reversed().reduce(0) { $0 << 8 | Int64($1) } }
-        func int32(_ at: Int) -> UInt32 { bytes[at..<at + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
-        #expect(int64(0) == 1_700_000_000)
-        #expect(int64(8) == 123_456)
-        #expect(Double(bitPattern: UInt64(bitPattern: int64(16))) == -0.25)
-        #expect(int32(24) == 1)
-        #expect(int32(28) == 1)
-        #expect(int32(32) == 0)
-        #expect(int32(36) == 0x534f_434b)
-        #expect(ChronySample(datagram: bytes) == ChronySample(systemTime: 1_700_000_000_123_456_000, offset: -0.25,
-                                                              isPulse: true, leap: 1))
-        var corrupt = bytes
-        corrupt[36] ^= 1
-        #expect(ChronySample(datagram: corrupt) == nil)
-        #expect(ChronySample(datagram: Array(bytes.dropLast())) == nil)
+/// A short name per error case, so tables can say which case they expect.
+func kind(_ error: SystemError) -> String {
+    switch error {
+    case .outOfDescriptors: "outOfDescriptors"
+    case .closed: "closed"
+    case .failed: "failed"
     }
+}
 
-    @Test("a sample sent to a bound socket arrives whole; with nobody bound, the send is refused")
+@Suite("Unix datagram sockets")
+struct DatagramSocketTests {
+    @Test("a datagram sent to a bound socket arrives whole; with nobody bound, the send is refused")
     func delivery() throws {
         let (path, cleanUp) = try temporarySocketPath("chrony.sock")
         defer { cleanUp() }
         #expect(throws: SocketError.self) { try DatagramSocket.connect(to: path) }
-        let chrony = try DatagramSocket.bind(path)
+        let receiver = try DatagramSocket.bind(path)
         let sender = try DatagramSocket.connect(to: path)
-        let sample = ChronySample(systemTime: 1_000_000_000_000_000_000, offset: 0.125)
-        #expect(try sender.send(sample.datagram))
-        let received = try #require(try chrony.receive(timeout: .seconds(5)))
-        #expect(ChronySample(datagram: received) == sample)
-        chrony.close()
-        #expect(throws: SocketError.self) { try sender.send(sample.datagram) }
+        let datagram = (0..<40).map { UInt8($0 * 3) }
+        #expect(try sender.send(datagram))
+        #expect(try receiver.receive(timeout: .seconds(5)) == datagram)
+        #expect(try receiver.receive(timeout: .zero) == nil)
+        receiver.close()
+        #expect(throws: SocketError.self) { try sender.send(datagram) }
     }
 }

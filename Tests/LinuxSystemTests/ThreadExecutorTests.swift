@@ -1,6 +1,6 @@
 @_spi(ExperimentalCustomExecutors) import _Concurrency
 import Glibc
-@testable import PiHardware
+@testable import LinuxSystem
 import Testing
 
 /// The name of the calling thread (`/proc/thread-self/comm`).

@@ -1,8 +1,6 @@
 // Stream sockets: a non-blocking listener (TCP over IPv4 or IPv6, or a Unix socket) and the
 // connections it accepts, plus a client-side connect. Each object owns its descriptor and closes it
 // once; a server uses them from its event-loop thread only.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 internal import Synchronization

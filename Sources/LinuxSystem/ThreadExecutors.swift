@@ -4,8 +4,6 @@
 // its tasks here instead: a few worker threads and a timer thread that sleep on condition
 // variables with no timeout while there is nothing to do.
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 
@@ -16,8 +14,8 @@ public enum ThreadExecutors {
     /// Call it once, first thing in a synchronous `main.swift`, before any task exists; later
     /// calls do nothing. Starts `workers` threads (default: one per online processor, at least
     /// two) and the timer thread; throws if a thread cannot be started.
-    public static func install(workers: Int? = nil) throws(SocketError) {
-        let installed = try Installation.shared.withLock { installation throws(SocketError) -> Bool in
+    public static func install(workers: Int? = nil) throws(SystemError) {
+        let installed = try Installation.shared.withLock { installation throws(SystemError) -> Bool in
             guard installation == nil else { return false }
             let timers = try TimerThread()
             let count = workers ?? max(2, Int(sysconf(CInt(_SC_NPROCESSORS_ONLN))))
@@ -72,16 +70,16 @@ final class ThreadPoolExecutor: TaskExecutor, SchedulingExecutor, Sendable {
     private let threads: [LoopThread]
 
     /// Starts `threads` worker threads (`gnss-worker-N`) and a timer thread for delayed jobs.
-    public convenience init(threads: Int) throws(SocketError) {
+    public convenience init(threads: Int) throws(SystemError) {
         try self.init(threads: threads, timers: TimerThread(), ownsTimers: true)
     }
 
-    init(threads count: Int, timers: TimerThread, ownsTimers: Bool) throws(SocketError) {
+    init(threads count: Int, timers: TimerThread, ownsTimers: Bool) throws(SystemError) {
         self.timers = timers
         self.ownsTimers = ownsTimers
         let queue = queue
         var threads: [LoopThread] = []
-        do throws(SocketError) {
+        do throws(SystemError) {
             for index in 0..<max(1, count) {
                 threads.append(try LoopThread(name: "gnss-worker-\(index)") {
                     while let job = queue.take() { job.run() }
@@ -191,7 +189,7 @@ final class TimerThread: Sendable {
     private let pending = ThreadCondition(DeadlineQueue<QueuedJob>())
     private let thread: LoopThread
 
-    init() throws(SocketError) {
+    init() throws(SystemError) {
         let pending = pending
         thread = try LoopThread(name: "gnss-timers") {
             while let due = pending.takeDue() {

@@ -1,6 +1,8 @@
-// The u-blox DDC (I2C) port: a byte stream behind three registers. Knows the bus protocol, not
-// the GNSS protocols: bytes are passed on as read, and the framer above resyncs after glitches.
-internal import Synchronization
+// The u-blox DDC (I2C) port: a byte stream behind three registers, over PiHardware's generic I2C
+// bus. Knows the bus protocol, not the GNSS protocols: bytes are passed on as read, and the framer
+// above resyncs after glitches. DDCTransport (Transport.swift) runs a receiver session over it.
+public import LinuxSystem
+public import PiHardware
 
 /// A u-blox receiver's DDC port on an I2C bus (u-blox "DDC" = its I2C slave interface).
 ///
@@ -38,7 +40,7 @@ public final class UBloxDDC: Sendable {
     /// The most bytes one write transfer sends.
     public let maxWriteChunk: Int
 
-    private let glitchCounts = Mutex(Glitches())
+    private let glitchCounts = Lock(Glitches())
 
     /// A DDC port at `address` on `bus`. `maxWriteChunk` is at least 3 so that a split write
     /// can always keep 2 bytes for its last transfer.
@@ -121,7 +123,7 @@ public final class DDCLink: ByteLink {
     public var name: String { "\(port.bus.name) @0x" + String(port.address, radix: 16) }
 
     private let pause: @Sendable (Duration) -> Void
-    private let isClosed = Mutex(false)
+    private let isClosed = Lock(false)
 
     /// A link over `port`. `pause` waits between polls (`nanosleep` by default); tests pass
     /// one that returns at once, so a read's time-out is counted in poll intervals, not measured.

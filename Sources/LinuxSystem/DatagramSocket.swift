@@ -1,57 +1,7 @@
-// chrony's SOCK reference clock: chronyd binds a Unix datagram socket (`refclock SOCK PATH`) and reads
-// one `struct sock_sample` per datagram (chrony refclock_sock.c). This side connects and sends.
-internal import CGPIOD
-internal import CI2C
+// Unix datagram sockets, for one datagram per message to a local service: GPSD's chrony feed sends
+// its samples to chronyd's SOCK refclock over one.
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
-
-/// One time sample for chrony: at system time `systemTime`, the true time was `offset` seconds later.
-public struct ChronySample: Hashable, Sendable {
-    /// System (`CLOCK_REALTIME`) time of the measurement, nanoseconds since the Unix epoch.
-    public var systemTime: Int64
-    /// True time minus system time at `systemTime`, seconds.
-    public var offset: Double
-    /// A pulse (PPS) sample, whose whole seconds chrony takes from another source.
-    public var isPulse: Bool
-    /// 0 no leap second, 1 insert one, 2 delete one (at the end of the UTC day).
-    public var leap: Int32
-
-    public init(systemTime: Int64, offset: Double, isPulse: Bool = false, leap: Int32 = 0) {
-        self.systemTime = systemTime
-        self.offset = offset
-        self.isPulse = isPulse
-        self.leap = leap
-    }
-
-    /// The datagram chrony reads: `struct sock_sample` in the platform's layout, magic included.
-    public var datagram: [UInt8] {
-        var sample = cshim_chrony_sample()
-        let seconds = systemTime >= 0 ? systemTime / 1_000_000_000 : (systemTime - 999_999_999) / 1_000_000_000
-        let nanoseconds = systemTime - seconds * 1_000_000_000
-        sample.tv.tv_sec = time_t(truncatingIfNeeded: seconds)
-        sample.tv.tv_usec = suseconds_t(truncatingIfNeeded: nanoseconds / 1000)
-        sample.offset = offset
-        sample.pulse = isPulse ? 1 : 0
-        sample.leap = leap
-        sample._pad = 0
-        sample.magic = CInt(bitPattern: UInt32(CSHIM_CHRONY_SOCK_MAGIC))
-        return withUnsafeBytes(of: &sample) { Array($0) }
-    }
-
-    /// Reads a datagram in `struct sock_sample` layout (what a test standing in for chronyd receives),
-    /// or `nil` when the size or the magic is wrong.
-    public init?(datagram: [UInt8]) {
-        guard datagram.count == MemoryLayout<cshim_chrony_sample>.size else { return nil }
-        var sample = cshim_chrony_sample()
-        withUnsafeMutableBytes(of: &sample) { $0.copyBytes(from: datagram) }
-        guard UInt32(bitPattern: sample.magic) == UInt32(CSHIM_CHRONY_SOCK_MAGIC) else { return nil }
-        systemTime = Int64(sample.tv.tv_sec) * 1_000_000_000 + Int64(sample.tv.tv_usec) * 1000
-        offset = sample.offset
-        isPulse = sample.pulse != 0
-        leap = sample.leap
-    }
-}
 
 /// A Unix datagram socket (`socket(AF_UNIX, SOCK_DGRAM)`): the sending side connects to a path
 /// (chronyd's refclock socket), the receiving side binds one (a test standing in for chronyd).

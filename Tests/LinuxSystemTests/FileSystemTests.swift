@@ -1,6 +1,6 @@
 // FileSystem: the libc answers the board loader and the command use instead of Foundation's.
 import Foundation
-import PiHardware
+import LinuxSystem
 import Testing
 
 @Suite("File system and environment through libc")

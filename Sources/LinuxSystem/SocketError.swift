@@ -1,4 +1,4 @@
-// Typed errors of sockets, the event poller and the threads a server runs.
+// Typed errors of sockets (stream and datagram), and the errnos they meet.
 internal import Glibc
 
 extension Errno {
@@ -26,7 +26,7 @@ extension Errno {
     public static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
 }
 
-/// Why a socket, poller or thread call failed.
+/// Why a socket call failed (the poller's, the wakers' and the threads' failures are ``SystemError``s).
 public enum SocketError: HardwareFault, Equatable {
     /// `EADDRINUSE`: another program listens on the address (a system gpsd on port 2947?).
     case addressInUse(FailedCall)

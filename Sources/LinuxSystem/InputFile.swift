@@ -1,10 +1,7 @@
 // Plain files and the process's standard streams, for the command line: a capture read in
 // chunks, text written whole, the exit status. Kept here so the executable makes no C call.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
-internal import Synchronization
 
 /// Why a file could not be read.
 public struct FileError: HardwareFault, Equatable {
@@ -24,19 +21,19 @@ public struct FileError: HardwareFault, Equatable {
 public final class InputFile: Sendable {
     /// The path, or `-` for standard input.
     public let path: String
-    private let descriptor: Mutex<CInt>
+    private let descriptor: Lock<CInt>
     private let owned: Bool
 
     /// Opens `path` for reading (`open` with `O_RDONLY | O_CLOEXEC`); `-` is standard input.
     public init(path: String) throws(FileError) {
         self.path = path
         if path == "-" {
-            descriptor = Mutex(0)
+            descriptor = Lock(0)
             owned = false
             return
         }
         switch retryingInterrupts("open", path, { system_open(path, O_RDONLY | O_CLOEXEC) }) {
-        case .success(let fd): descriptor = Mutex(fd)
+        case .success(let fd): descriptor = Lock(fd)
         case .failure(let failure): throw FileError(failure)
         }
         owned = true
@@ -80,7 +77,7 @@ public enum StandardStream: Sendable {
     var name: String { self == .output ? "standard output" : "standard error" }
 
     // One writer at a time, so lines from several threads do not interleave.
-    private static let lock = Mutex(())
+    private static let lock = Lock(())
 
     /// Writes all of `text` (`write`, `EINTR` retried). A closed reader (`EPIPE`) or any other
     /// failure drops the rest: there is nowhere left to report it.

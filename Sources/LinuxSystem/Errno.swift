@@ -102,14 +102,14 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
     public var description: String { "\(message) (\(name))" }
 
     /// The calling thread's current `errno`.
-    static var current: Errno {
+    package static var current: Errno {
         get { Errno(rawValue: Glibc.errno) }
         set { Glibc.errno = newValue.rawValue }
     }
 }
 
-/// Which call failed, on which device, and with which error number: the context every
-/// PiHardware error carries so a log line says exactly what went wrong.
+/// Which call failed, on which device, and with which error number: the context every error of
+/// LinuxSystem and PiHardware carries so a log line says exactly what went wrong.
 public struct FailedCall: Hashable, Sendable, CustomStringConvertible {
     /// The C function (and, for ioctl, the request), e.g. `ioctl(I2C_RDWR)`.
     public let call: String

@@ -1,7 +1,5 @@
 // Socket addresses: IPv4, IPv6 and Unix paths, parsed from the `ADDR:PORT` forms a command line uses
 // and converted to and from `sockaddr_in`, `sockaddr_in6` and `sockaddr_un`.
-internal import CGPIOD
-internal import CI2C
 internal import CLinuxShims
 internal import Glibc
 
