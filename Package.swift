@@ -22,7 +22,7 @@ let package = Package(
     name: "GNSSHat",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "GNSSHat", targets: ["GNSSHat", "Signals", "GNSSProtocol", "PiHardware", "GPSD"]),
+        .library(name: "GNSSHat", targets: ["GNSSHat", "Signals", "GNSSProtocol", "PiHardware", "GPSD", "MQTT"]),
         .library(name: "GNSSHatTesting", targets: ["GNSSHatTesting"]),
         .executable(name: "gnss-hat", targets: ["gnss-hat"]),
         .executable(name: "GNSSHatBench", targets: ["GNSSHatBench"]),
@@ -32,6 +32,9 @@ let package = Package(
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CI2C", providers: [.apt(["libi2c-dev"])]),
         .target(name: "CLinuxShims"),
+        // libmosquitto, the MQTT client library (Debian ships it shared only: scripts/setup.sh builds the
+        // static archive scripts/build-static.sh links).
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
         // Libraries.
         .target(name: "Signals"),
@@ -45,10 +48,16 @@ let package = Package(
         ),
         .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "PiHardware"]),
         .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "PiHardware"]),
+        // The fleet path over libmosquitto; GPSD for the TPV and SKY JSON it publishes as the service writes it.
+        .target(
+            name: "MQTT", dependencies: ["CMosquitto", "GNSSHat", "GNSSProtocol", "GPSD", "PiHardware", "Signals"]
+        ),
         .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "PiHardware"]),
 
         // Executables.
-        .executableTarget(name: "gnss-hat", dependencies: ["GNSSHat", "GPSD", "GNSSProtocol", "Signals", "PiHardware"]),
+        .executableTarget(
+            name: "gnss-hat", dependencies: ["GNSSHat", "GPSD", "MQTT", "GNSSProtocol", "Signals", "PiHardware"]
+        ),
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
         .executableTarget(
             name: "gnss-hat-hil",
@@ -80,6 +89,11 @@ let package = Package(
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "PiHardware",
                                                    "TestSupport"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals"]),
+        // Against a real Mosquitto broker each test starts on a free loopback port.
+        .testTarget(
+            name: "MQTTTests",
+            dependencies: ["MQTT", "GNSSHat", "GNSSProtocol", "GPSD", "PiHardware", "Signals", "TestSupport"]
+        ),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),
     ],
