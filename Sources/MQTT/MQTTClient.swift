@@ -13,7 +13,9 @@ internal import Signals
 public enum QoS: Int32, Sendable, Hashable {
     /// At most once: nothing is kept; while the broker is away the message is refused (`MOSQ_ERR_NO_CONN`).
     case atMostOnce = 0
-    /// At least once: libmosquitto keeps the message until the broker's PUBACK, resending it after a reconnect.
+    /// At least once: acknowledged by the broker's PUBACK. libmosquitto keeps a message sent and not yet
+    /// acknowledged across a reconnect and sends it again; while disconnected it refuses new ones
+    /// (`MOSQ_ERR_NO_CONN`), so the caller keeps those (the ``Journal``) for after the reconnect.
     case atLeastOnce = 1
 }
 
@@ -91,10 +93,10 @@ public final class MQTTClient: Sendable {
         try core.start()
     }
 
-    /// Publishes a message (`mosquitto_publish_v5`), from any thread. A QoS 1 message is kept by
-    /// libmosquitto until acknowledged, also while the broker is away; its ``MQTTEvent/acknowledged(token:messageID:refusal:)``
-    /// carries `token`, so the caller needs no table of message ids. A QoS 0 message while the broker
-    /// is away throws `MOSQ_ERR_NO_CONN`.
+    /// Publishes a message (`mosquitto_publish_v5`), from any thread. A QoS 1 message's
+    /// ``MQTTEvent/acknowledged(token:messageID:refusal:)`` carries `token`, so the caller needs no table
+    /// of message ids. While the broker is away libmosquitto refuses any message (`MOSQ_ERR_NO_CONN`);
+    /// one it took before the connection went it keeps and sends again after the reconnect.
     @discardableResult
     public func publish(_ message: OutgoingMessage, token: UInt64 = 0) throws(MQTTError) -> MessageID {
         try core.publish(message, token: token)
@@ -110,6 +112,10 @@ public final class MQTTClient: Sendable {
 
     /// QoS 1 messages published and not acknowledged yet (libmosquitto holds them).
     public var unacknowledgedCount: Int { core.unacknowledgedCount }
+
+    /// The tokens of those messages: after a reconnect the caller publishes again only what is neither
+    /// acknowledged nor among these (libmosquitto resends these itself).
+    public var unacknowledgedTokens: Set<UInt64> { core.unacknowledgedTokens }
 
     /// Disconnects cleanly (`mosquitto_disconnect`: the broker does not publish the will), ends the
     /// network thread and waits for it, and finishes ``events``. Waits for a connect attempt in
@@ -207,6 +213,7 @@ final class ClientCore: @unchecked Sendable {
 
     var isConnected: Bool { state.withLock { $0.connected } }
     var unacknowledgedCount: Int { state.withLock { $0.awaitingAck.count } }
+    var unacknowledgedTokens: Set<UInt64> { state.withLock { Set($0.awaitingAck.values) } }
 
     // MARK: Calls from the user
 
