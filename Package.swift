@@ -23,7 +23,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(
-            name: "GNSSHat", targets: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "GPSD"]
+            name: "GNSSHat",
+            targets: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "GPSD", "MQTT"]
         ),
         .library(name: "GNSSHatTesting", targets: ["GNSSHatTesting"]),
         .executable(name: "gnss-hat", targets: ["gnss-hat"]),
@@ -34,6 +35,9 @@ let package = Package(
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CI2C", providers: [.apt(["libi2c-dev"])]),
         .target(name: "CLinuxShims"),
+        // libmosquitto, the MQTT client library (Debian ships it shared only: scripts/setup.sh builds the
+        // static archive scripts/build-static.sh links).
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
         // Libraries.
         .target(name: "Signals"),
@@ -51,11 +55,16 @@ let package = Package(
         .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "LinuxSystem", "PiHardware"]),
         // The gpsd protocol over sockets: LinuxSystem's, never PiHardware (it touches no hardware).
         .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem"]),
+        // The fleet path over libmosquitto; GPSD for the TPV and SKY JSON it publishes as the service writes it.
+        .target(
+            name: "MQTT", dependencies: ["CMosquitto", "GNSSHat", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals"]
+        ),
         .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "LinuxSystem", "PiHardware"]),
 
         // Executables.
         .executableTarget(
-            name: "gnss-hat", dependencies: ["GNSSHat", "GPSD", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware"]
+            name: "gnss-hat",
+            dependencies: ["GNSSHat", "GPSD", "MQTT", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware"]
         ),
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
         .executableTarget(
@@ -99,6 +108,11 @@ let package = Package(
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "LinuxSystem",
                                                    "PiHardware", "CLinuxShims", "TestSupport"]),
         .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals", "LinuxSystem"]),
+        // Against a real Mosquitto broker each test starts on a free loopback port.
+        .testTarget(
+            name: "MQTTTests",
+            dependencies: ["MQTT", "GNSSHat", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals", "TestSupport"]
+        ),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),
     ],

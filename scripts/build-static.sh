@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds gnss-hat as one fully static executable (Swift runtime, libgpiod.a,
-# libi2c.a and glibc linked in), checks it with file and ldd, strips it and prints its size.
+# Builds gnss-hat as one fully static executable (Swift runtime, libgpiod.a, libi2c.a,
+# libmosquitto.a with OpenSSL's libssl.a and libcrypto.a, and glibc linked in), checks it with
+# file and ldd, strips it and prints its size.
 #
 # usage: scripts/build-static.sh [x86_64|aarch64]   (default: this machine's architecture)
 #   x86_64   swift build -c release --static-swift-stdlib -Xswiftc -static-executable, here
@@ -31,8 +32,9 @@ To build for a Raspberry Pi (aarch64) install the Swift static Linux SDK matchin
 (`swift --version`) on this workstation, then run this script again:
     swift sdk install https://download.swift.org/swift-6.3.1-release/static-sdk/swift-6.3.1-RELEASE/swift-6.3.1-RELEASE_static-linux-0.0.1.artifactbundle.tar.gz --checksum <sha256 from swift.org/install>
     swift sdk list      # shows e.g. swift-6.3.1-RELEASE_static-linux-0.0.1
-The SDK links against musl and carries its own libgpiod/libi2c only if you add them: build libgpiod
-and i2c-tools' libi2c for aarch64-swift-linux-musl and pass their .a files through LIBRARY_PATH.
+The SDK links against musl and carries its own libgpiod/libi2c only if you add them: build libgpiod,
+i2c-tools' libi2c, libmosquitto and OpenSSL for aarch64-swift-linux-musl and pass their .a files
+through LIBRARY_PATH (the x86_64 libmosquitto.a in .build/mosquitto-static does not fit).
 Or build on the Pi itself (64-bit Raspberry Pi OS with Swift installed): scripts/build-static.sh.
 HELP
 }
@@ -51,10 +53,12 @@ else
 fi
 if [ "$arch" = "$host" ]; then
     build_args+=(--static-swift-stdlib -Xswiftc -static-executable)
-    for lib in libgpiod.a libi2c.a; do
+    for lib in libgpiod.a libi2c.a libssl.a libcrypto.a; do
         [ -n "$(find /usr/lib /usr/local/lib -name "$lib" -print -quit 2>/dev/null)" ] ||
-            die "$lib is missing (scripts/setup.sh installs libgpiod-dev and libi2c-dev)"
+            die "$lib is missing (scripts/setup.sh installs libgpiod-dev, libi2c-dev and libssl-dev)"
     done
+    [ -f "$static_mosquitto_prefix/lib/libmosquitto.a" ] ||
+        die "$static_mosquitto_prefix/lib/libmosquitto.a is missing (scripts/setup.sh builds it)"
 elif [ "$arch" = aarch64 ] || [ "$arch" = arm64 ]; then
     sdk=$(swift sdk list 2>/dev/null | grep -m1 static-linux || true)
     if [ -z "$sdk" ]; then

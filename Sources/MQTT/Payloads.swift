@@ -1,0 +1,150 @@
+// The payloads the bridge publishes, each a pure function of a fix, a sky view or a power state:
+// gpsd's TPV and SKY JSON (GPSD's encoder, as the service writes it), OwnTracks location JSON,
+// Home Assistant's discovery configs, and the power JSON.
+public import GNSSHat
+public import GNSSProtocol
+internal import GPSD
+
+/// gpsd's TPV and SKY objects as one MQTT payload each: GPSD's encoder, without the line end.
+public enum GPSDPayload {
+    public static func tpv(_ fix: Fix, device: String? = nil) -> [UInt8] {
+        var bytes: [UInt8] = []
+        GPSDReport.appendTPV(fix, device: device, to: &bytes, lineEnding: false)
+        return bytes
+    }
+
+    public static func sky(_ sky: SkyView, device: String? = nil) -> [UInt8] {
+        var bytes: [UInt8] = []
+        GPSDReport.appendSKY(sky, device: device, to: &bytes, lineEnding: false)
+        return bytes
+    }
+}
+
+/// OwnTracks' location message (`_type` `location`), as OwnTracks Recorder stores it and Home
+/// Assistant's OwnTracks integration reads it. Types as OwnTracks' JSON documentation gives them:
+/// `lat`, `lon` numbers; `tst` (Unix seconds), `acc`, `alt`, `vac` (metres), `vel` (km/h) and `cog`
+/// (degrees) integers; `tid` a two-character string.
+public enum OwnTracksPayload {
+    /// The location JSON of `fix`, or nil when it has no position or no time (OwnTracks requires
+    /// `lat`, `lon` and `tst`). `acc` is gpsd's `eph` (95 % horizontal), `vac` its `epv`, `alt` the
+    /// height above mean sea level (ellipsoidal when that is all there is).
+    public static func location(_ fix: Fix, trackerID: String) -> [UInt8]? {
+        guard fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude, let time = fix.time else {
+            return nil
+        }
+        var json = JSONObjectWriter()
+        json.string("_type", "location")
+        json.number("lat", latitude, decimals: 7)
+        json.number("lon", longitude, decimals: 7)
+        json.int("tst", Int(floorDivide(time.nanosecondsSinceEpoch, 1_000_000_000)))
+        if let accuracy = integer(fix.eph ?? horizontalError(fix)) { json.int("acc", accuracy) }
+        if fix.mode == .threeD, let altitude = integer(fix.altitudeMSL ?? fix.altitudeHAE) { json.int("alt", altitude) }
+        if fix.mode == .threeD, let vertical = integer(fix.epv) { json.int("vac", vertical) }
+        if let speed = fix.speed, let kmh = integer(speed * 3.6) { json.int("vel", kmh) }
+        if let track = integer(fix.track) { json.int("cog", track % 360) }
+        json.string("tid", trackerID)
+        return json.finished()
+    }
+
+    /// OwnTracks' tracker id for a device, as its apps make one: the last two characters of the name.
+    public static func trackerID(for device: DeviceName) -> String {
+        String(device.rawValue.suffix(2))
+    }
+
+    private static func horizontalError(_ fix: Fix) -> Double? {
+        guard let x = fix.epx, let y = fix.epy else { return nil }
+        return max(x, y)
+    }
+
+    private static func integer(_ value: Double?) -> Int? {
+        guard let value, value.isFinite, abs(value) < 1e12 else { return nil }
+        return Int(value.rounded())
+    }
+
+    private static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+        value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
+    }
+}
+
+/// The retained power message: `{"state":"off"|"powering on"|"on"|"lingering"|"powering off"|"failed",...}`.
+public enum PowerPayload {
+    /// `state` as ``PowerState`` names it, `powered` (whether the receiver may draw its operating
+    /// current), and `failure` with the reason when the state is `failed` and one is known.
+    public static func json(_ state: PowerState, failure: String? = nil) -> [UInt8] {
+        var json = JSONObjectWriter()
+        json.string("state", state.description)
+        json.bool("powered", state.isPowered)
+        if state == .failed, let failure { json.string("failure", failure) }
+        return json.finished()
+    }
+
+    /// Every state's name, for Home Assistant's enum sensor.
+    public static let stateNames: [String] = [
+        PowerState.off, .poweringOn, .on, .lingering, .poweringOff, .failed,
+    ].map(\.description)
+}
+
+/// Home Assistant MQTT discovery: retained configs under `homeassistant/` that make Home Assistant
+/// show the hat as a device with a GPS tracker and two sensors, with no configuration.
+public enum HomeAssistantDiscovery {
+    /// Home Assistant's node id for a device: `gnss-hat-NAME` with every character outside
+    /// `[A-Za-z0-9_-]` made `_` (discovery topics allow no others).
+    public static func nodeID(_ device: DeviceName) -> String {
+        let safe = device.rawValue.map { c -> Character in
+            c.isASCII && (c.isLetter || c.isNumber || c == "_" || c == "-") ? c : "_"
+        }
+        return "gnss-hat-" + String(safe)
+    }
+
+    /// The three configs, retained:
+    /// - `device_tracker` `location`: its attributes from the OwnTracks topic (published only with a
+    ///   position), renamed to the `latitude`, `longitude` and `gps_accuracy` Home Assistant reads;
+    /// - `sensor` `satellites`: satellites used, from the SKY topic's `uSat`;
+    /// - `sensor` `power`: the power state, an enum sensor over the power topic's `state`.
+    /// Each has a `unique_id`, the same `device`, and `availability` on the status topic.
+    public static func configs(topics: MQTTTopics, model: String, softwareVersion: String? = nil) -> [OutgoingMessage] {
+        let node = nodeID(topics.device)
+        func common(_ json: inout JSONObjectWriter, object: String, name: String) {
+            json.string("name", name)
+            json.string("unique_id", "\(node)-\(object)")
+            json.string("object_id", "\(node)-\(object)")
+            json.string("availability_topic", topics.status)
+            json.string("payload_available", "online")
+            json.string("payload_not_available", "offline")
+            json.object("device") { device in
+                device.strings("identifiers", [node])
+                device.string("name", topics.device.rawValue)
+                device.string("manufacturer", "GNSSHat")
+                device.string("model", model)
+                if let softwareVersion { device.string("sw_version", softwareVersion) }
+            }
+        }
+        var tracker = JSONObjectWriter()
+        common(&tracker, object: "location", name: "Location")
+        tracker.string("source_type", "gps")
+        tracker.string("json_attributes_topic", topics.ownTracks)
+        tracker.string("json_attributes_template",
+                       "{{ {'latitude': value_json.lat, 'longitude': value_json.lon, "
+                           + "'gps_accuracy': value_json.acc | default(0)} | tojson }}")
+        var satellites = JSONObjectWriter()
+        common(&satellites, object: "satellites", name: "Satellites used")
+        satellites.string("state_topic", topics.sky)
+        satellites.string("value_template", "{{ value_json.uSat | default(0) }}")
+        satellites.string("state_class", "measurement")
+        satellites.string("icon", "mdi:satellite-variant")
+        var power = JSONObjectWriter()
+        common(&power, object: "power", name: "Receiver power")
+        power.string("state_topic", topics.power)
+        power.string("value_template", "{{ value_json.state }}")
+        power.string("device_class", "enum")
+        power.strings("options", PowerPayload.stateNames)
+        return [
+            OutgoingMessage(topic: topics.discovery(component: "device_tracker", object: "location"),
+                            payload: tracker.finished(), qos: .atLeastOnce, retain: true),
+            OutgoingMessage(topic: topics.discovery(component: "sensor", object: "satellites"),
+                            payload: satellites.finished(), qos: .atLeastOnce, retain: true),
+            OutgoingMessage(topic: topics.discovery(component: "sensor", object: "power"),
+                            payload: power.finished(), qos: .atLeastOnce, retain: true),
+        ]
+    }
+}

@@ -1,0 +1,42 @@
+/// The topics of one device, exactly as the README's fleet section lists them.
+public struct MQTTTopics: Sendable, Hashable {
+    public let device: DeviceName
+    /// OwnTracks' user level (`owntracks/USER/DEVICE`).
+    public let ownTracksUser: String
+
+    public init(device: DeviceName, ownTracksUser: String = "gnss-hat") {
+        self.device = device
+        self.ownTracksUser = ownTracksUser
+    }
+
+    var base: String { "gnss-hat/\(device.rawValue)" }
+
+    /// Retained `online`; the will sets it to `offline`.
+    public var status: String { base + "/status" }
+    /// Retained power JSON (``PowerPayload``).
+    public var power: String { base + "/power" }
+    /// gpsd's TPV JSON of every fix.
+    public var tpv: String { base + "/tpv" }
+    /// gpsd's SKY JSON of every sky view.
+    public var sky: String { base + "/sky" }
+    /// Where consumers announce themselves: `gnss-hat/DEVICE/demand/CONSUMER`.
+    public var demandPrefix: String { base + "/demand/" }
+    /// The subscription that sees every consumer.
+    public var demandFilter: String { base + "/demand/+" }
+    /// OwnTracks location JSON (``OwnTracksPayload``).
+    public var ownTracks: String { "owntracks/\(ownTracksUser)/\(device.rawValue)" }
+
+    /// Home Assistant's discovery topic of one entity (`homeassistant/COMPONENT/NODE/OBJECT/config`).
+    public func discovery(component: String, object: String) -> String {
+        "homeassistant/\(component)/\(HomeAssistantDiscovery.nodeID(device))/\(object)/config"
+    }
+
+    /// The consumer a demand topic names, or nil for a topic outside this device's demand level
+    /// (or one with a deeper level, which `+` never delivers).
+    public func consumer(inDemandTopic topic: String) -> String? {
+        guard topic.hasPrefix(demandPrefix) else { return nil }
+        let name = topic.dropFirst(demandPrefix.count)
+        guard !name.isEmpty, !name.contains("/") else { return nil }
+        return String(name)
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import LinuxSystem
+import Testing
+import TestSupport
+
+@testable import MQTT
+
+/// A storage in memory that knows what a power loss keeps: only what was synced (plus, if asked, a
+/// torn part of what was not), and that fails a call when told to.
+final class MemoryJournalStorage: JournalStorage {
+    var durable: [UInt8] = []
+    var written: [UInt8] = []
+    var failNext: Errno?
+    var replacements = 0
+
+    func readAll() throws(JournalError) -> [UInt8] { written }
+
+    func append(_ bytes: [UInt8]) throws(JournalError) {
+        if let failure = failNext.take() { throw .io(call: "write", path: "memory", failure) }
+        written += bytes
+    }
+
+    func sync() throws(JournalError) {
+        if let failure = failNext.take() { throw .io(call: "fdatasync", path: "memory", failure) }
+        durable = written
+    }
+
+    func truncate(to length: Int) throws(JournalError) {
+        written = Array(written.prefix(length))
+        durable = written
+    }
+
+    func replace(with bytes: [UInt8]) throws(JournalError) {
+        replacements += 1
+        written = bytes
+        durable = bytes
+    }
+
+    /// The power goes: what was not synced is lost, but for the first `tornBytes` of it.
+    func powerLoss(tornBytes: Int = 0) {
+        written = durable + written.dropFirst(durable.count).prefix(tornBytes)
+        durable = written
+    }
+}
+
+extension Optional {
+    fileprivate mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
+    }
+}
+
+@Suite struct JournalTests {
+    func message(_ index: Int, size: Int = 10) -> OutgoingMessage {
+        OutgoingMessage(topic: "gnss-hat/pi/tpv", payload: Array(repeating: UInt8(index & 0xFF), count: size))
+    }
+
+    @Test func keepsMessagesInOrderAndForgetsWhatWasAcknowledged() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage)
+        for index in 1...4 { #expect(try journal.append(message(index)) == UInt64(index)) }
+        #expect(try journal.acknowledge(2))
+        #expect(try !journal.acknowledge(2))
+        #expect(try !journal.acknowledge(99))
+        #expect(journal.pending.map(\.sequence) == [1, 3, 4])
+        let reopened = try Journal(storage: storage)
+        #expect(reopened.pending.map(\.sequence) == [1, 3, 4])
+        #expect(reopened.pending.map(\.message) == [message(1), message(3), message(4)])
+        #expect(reopened.recovery.isClean)
+        // Sequence numbers go on after the highest seen, so none is reused.
+        #expect(try reopened.append(message(5)) == 5)
+    }
+
+    @Test func survivesARestartInARealDirectory() throws {
+        let directory = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let state = directory.appendingPathComponent("state").path
+        do {
+            let journal = try Journal(directory: state)
+            try journal.append(OutgoingMessage(topic: "a", text: "first", qos: .atLeastOnce, retain: true))
+            try journal.append(OutgoingMessage(topic: "b", text: "second", qos: .atMostOnce))
+            // A second process on the same journal is refused while the first holds it.
+            #expect(throws: JournalError.locked(path: state + "/journal")) { try Journal(directory: state) }
+        }
+        let journal = try Journal(directory: state)
+        #expect(journal.pending.map(\.message) == [
+            OutgoingMessage(topic: "a", text: "first", qos: .atLeastOnce, retain: true),
+            OutgoingMessage(topic: "b", text: "second", qos: .atMostOnce),
+        ])
+    }
+
+    @Test func everyAppendSurvivesAPowerLossWhenEachIsSynced() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .everyAppend)
+        for index in 1...3 { try journal.append(message(index)) }
+        storage.powerLoss()
+        #expect(try Journal(storage: storage).pending.map(\.sequence) == [1, 2, 3])
+    }
+
+    @Test func withExplicitSyncsAPowerLossTakesWhatWasNotSynced() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        try journal.append(message(1))
+        try journal.sync()
+        try journal.append(message(2))
+        storage.powerLoss()
+        #expect(try Journal(storage: storage).pending.map(\.sequence) == [1])
+    }
+
+    @Test(arguments: [1, 5, 19, 20, 29])
+    func aTornTailRecordIsDroppedAndCounted(tornBytes: Int) throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        try journal.append(message(1))
+        try journal.sync()
+        try journal.append(message(2))
+        storage.powerLoss(tornBytes: tornBytes)
+        let reopened = try Journal(storage: storage)
+        #expect(reopened.pending.map(\.sequence) == [1])
+        #expect(reopened.recovery.corruptRegions == 1)
+        #expect(reopened.recovery.corruptBytes == tornBytes)
+        #expect(reopened.recovery.tornTail)
+        // The damage was cut off, so what comes next follows a valid record.
+        try reopened.append(message(3))
+        let again = try Journal(storage: storage)
+        #expect(again.pending.map(\.message) == [message(1), message(3)])
+        #expect(again.recovery.isClean)
+    }
+
+    @Test func aCorruptRecordInTheMiddleIsSkippedAndTheRestKept() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage)
+        for index in 1...3 { try journal.append(message(index)) }
+        let recordSize = JournalCodec.encodedSize(of: message(1))
+        storage.written[recordSize + 20] ^= 0xFF
+        let reopened = try Journal(storage: storage)
+        #expect(reopened.pending.map(\.sequence) == [1, 3])
+        #expect(reopened.recovery.corruptRegions == 1)
+        #expect(reopened.recovery.corruptBytes == recordSize)
+        #expect(!reopened.recovery.tornTail)
+        #expect(storage.replacements == 1)
+    }
+
+    @Test func garbageNeverFailsTheOpen() throws {
+        let storage = MemoryJournalStorage()
+        storage.written = Array("not a journal at all, GJ but not a record".utf8)
+        let journal = try Journal(storage: storage)
+        #expect(journal.pending.isEmpty)
+        #expect(journal.recovery.corruptBytes == 41 && journal.recovery.tornTail)
+        #expect(storage.written.isEmpty)
+    }
+
+    @Test func theCountBoundDropsTheOldest() throws {
+        let journal = try Journal(storage: MemoryJournalStorage(), limits: .init(maximumRecords: 3))
+        for index in 1...5 { try journal.append(message(index)) }
+        #expect(journal.pending.map(\.sequence) == [3, 4, 5])
+        #expect(journal.droppedByLimits == 2)
+        // An acknowledgement of a dropped message is nothing to do.
+        #expect(try !journal.acknowledge(1))
+    }
+
+    @Test func theByteBoundDropsTheOldest() throws {
+        let size = JournalCodec.encodedSize(of: message(1, size: 100))
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, limits: .init(maximumBytes: 2 * size + size / 2))
+        for index in 1...4 { try journal.append(message(index, size: 100)) }
+        #expect(journal.pending.map(\.sequence) == [3, 4])
+        #expect(journal.pendingBytes == 2 * size)
+        #expect(journal.droppedByLimits == 2)
+        #expect(try Journal(storage: storage).pending.map(\.sequence) == [3, 4])
+    }
+
+    @Test func tighterBoundsAtTheOpenDropTheOldest() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage)
+        for index in 1...5 { try journal.append(message(index)) }
+        let smaller = try Journal(storage: storage, limits: .init(maximumRecords: 2))
+        #expect(smaller.pending.map(\.sequence) == [4, 5])
+        #expect(smaller.droppedByLimits == 3)
+    }
+
+    @Test func removalsAreCompactedAway() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage)
+        for round in 0..<200 {
+            let sequence = try journal.append(message(round, size: 400))
+            #expect(try journal.acknowledge(sequence))
+        }
+        // 200 records of 400 bytes and their removals would be 90 KB; the file was cut back to empty.
+        #expect(journal.fileSize < 64 << 10)
+        try journal.append(message(1))
+        #expect(try Journal(storage: storage).pending.count == 1)
+    }
+
+    @Test func anIOFailureIsATypedErrorAndTheMessageIsNotCounted() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        storage.failNext = .ioError
+        #expect(throws: JournalError.io(call: "write", path: "memory", .ioError)) { try journal.append(message(1)) }
+        #expect(journal.pending.isEmpty)
+        #expect(try journal.append(message(2)) == 1)
+    }
+
+    @Test func aMessageLargerThanARecordIsRefused() throws {
+        let journal = try Journal(storage: MemoryJournalStorage())
+        #expect(throws: JournalError.self) { try journal.append(message(1, size: (1 << 20) + 1)) }
+    }
+
+    @Test func crc32IsIEEE() {
+        #expect(CRC32.checksum(Array("123456789".utf8)[...]) == 0xCBF4_3926)
+    }
+}
