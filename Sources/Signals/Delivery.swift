@@ -124,6 +124,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
         let keepLatest = replay.isEnabled
         let timeLatest = replay.maxAge != nil
         let sent = state.withLock { state -> (Targets<Value>, Duration?)? in
+            // Lock order (see SignalCore.locked): the clock is read under this lock.
             guard state.acceptingEpoch == epoch else { return nil }
             // Reading the clock costs as much as the rest of a delivery: only when needed.
             let at: Duration? = timeLatest || state.targets.timestamped > 0 ? clock.now() : nil
@@ -147,6 +148,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
     /// replay, the sink stashes live values until ``completeReplay(_:replay:)`` has run.
     @inlinable
     func add(_ sink: CallbackSink<Value>) -> Sample<Value>? {
+        // Called under the core's lock; takes the sink's (lock order: see SignalCore.locked).
         state.withLock { state in
             guard let replayed = replayable(state) else {
                 sink.goLive()
@@ -161,6 +163,8 @@ final class Delivery<Value: Sendable>: DeliveryControl {
     /// Registers an async subscriber, with the value to replay already in its buffer.
     @inlinable
     func add(_ buffer: StreamBuffer<Value>) {
+        // Called under the core's lock; takes the buffer's (lock order: see SignalCore.locked).
+        // The buffer is new, so nobody waits on it yet and the push resumes nothing.
         state.withLock { state in
             if let replayed = replayable(state) {
                 buffer.push(replayed.value, at: state.latestAt)
@@ -176,6 +180,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
         sink.deliverReplay(replay)
         while true {
             let pending = state.withLock { state -> [Value] in
+                // Takes the sink's lock under this one (lock order: see SignalCore.locked).
                 let (pending, live) = sink.takeStashOrGoLive()
                 if live { state.targets = state.targets.promoting(sink) }
                 return pending

@@ -48,7 +48,13 @@ extension RefCountedSignal {
                         if case let .failure(error) = completion { emitter.fail(error) }
                     }
                 )
-                upstream.withLock { $0 = token }
+                // Start and stop alternate, so the slot is empty; whatever it held is released
+                // after unlocking all the same (a token's release cancels it).
+                let previous = upstream.withLock { slot -> SignalToken? in
+                    defer { slot = token }
+                    return slot
+                }
+                previous?.cancel()
                 try await core.waitUntilRunning(id)
             },
             stop: {

@@ -28,6 +28,20 @@ final class SignalCore: Sendable {
     /// holding it, so that the core does not keep itself alive.
     private let startHook: @Sendable (SignalCore, UInt64) async throws -> Void
     private let stopHook: @Sendable () async -> Void
+    /// The lifecycle's state, under the signal's first lock.
+    ///
+    /// **Lock order** (written here once; every place where locks nest refers to it). A thread
+    /// holding one of these locks takes only locks further down the list:
+    /// 1. this lock (the lifecycle: the machine, the subscribers' ends, waiters, the timer);
+    /// 2. the value side's lock, ``Delivery/state`` (the latest value and who values go to),
+    ///    taken under this one to register a subscriber and to mirror a transition;
+    /// 3. a subscriber's own lock (``CallbackSink/stash``, ``StreamBuffer/state``), taken under
+    ///    the value side's lock to register or replay;
+    /// 4. leaves that take no lock of ours: the clock's `now` (read under 1 and 2; a clock
+    ///    must not call back into the signal) and a state observer's `AsyncStream`.
+    ///
+    /// No user code runs while any of them is held: subscribers' values and completions, the
+    /// hooks, resumed continuations and state observers are all called after unlocking.
     private let locked: Lock<State>
     private let ids = Atomic<UInt64>(0)
 
@@ -56,29 +70,29 @@ final class SignalCore: Sendable {
     /// that a failure can never miss it. Returns false (and registers nothing) after shutdown.
     @usableFromInline
     func subscribe(_ id: SubscriberID, end: @escaping SubscriberEnd, register: () -> Void) -> Bool {
-        let outcome = locked.withLock { state -> Work?? in
-            guard let effects = state.machine.subscribe(id, now: clock.now()) else { return .none }
+        let steps = locked.withLock { state -> Steps? in
+            guard let actions = state.machine.subscribe(id, now: clock.now()) else { return nil }
             state.ends[id] = end
             register()
-            return .some(collect(&state, effects))
+            return resolve(actions, in: &state)
         }
-        guard case let .some(work) = outcome else { return false }
-        if let work { perform(work) }
+        guard let steps else { return false }
+        perform(steps)
         return true
     }
 
     /// Ends `id`'s subscription: it stops counting at once and its finisher is told.
     @usableFromInline
     func cancel(_ id: SubscriberID) {
-        let (end, waiter, work) = locked.withLock { state in
-            let effects = state.machine.cancel(id, now: clock.now())
+        let (end, waiter, steps) = locked.withLock { state in
+            let actions = state.machine.cancel(id, now: clock.now())
             let end = state.ends.removeValue(forKey: id)
             let waiter = state.runningWaiters.isEmpty ? nil : state.runningWaiters.removeValue(forKey: id)
-            return (end, waiter, collect(&state, effects))
+            return (end, waiter, resolve(actions, in: &state))
         }
         end?(nil)
         waiter?.resume(throwing: CancellationError())
-        if let work { perform(work) }
+        perform(steps)
     }
 
     func producerFailed(epoch: UInt64, error: any Error) {
@@ -167,20 +181,23 @@ final class SignalCore: Sendable {
     func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = clock.now()
-            let work = locked.withLock { state -> Work? in
+            let steps = locked.withLock { state -> Steps in
                 state.shutdownWaiters.append(continuation)
-                return collect(&state, state.machine.shutdown(now: now))
+                return resolve(state.machine.shutdown(now: now), in: &state)
             }
-            if let work { perform(work) }
+            perform(steps)
         }
     }
 
-    // MARK: - Transitions and their effects
+    // MARK: - Transitions and their actions
 
     private struct State {
         var machine: LifecycleMachine
         var ends: [SubscriberID: SubscriberEnd] = [:]
+        /// What the value side was last told (it mirrors the machine's accepting run and how
+        /// often the latest value was cleared).
         var acceptingEpoch: UInt64?
+        var latestClearings = 0
         var timer: (generation: UInt64, task: Task<Void, Never>)?
         var timerDeadline: Duration?
         var stateObservers: [SubscriberID: AsyncStream<SignalState>.Continuation] = [:]
@@ -189,84 +206,115 @@ final class SignalCore: Sendable {
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// What to do after unlocking.
-    private struct Work {
-        var failure: (any Error)?
-        var failed: [SubscriberEnd] = []
-        var runningWaiters: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
-        var start: UInt64?
-        var stop: UInt64?
-        var timer: (generation: UInt64, deadline: Duration)?
-        var cancelledTimer: Task<Void, Never>?
-        var finishedObservers: [AsyncStream<SignalState>.Continuation] = []
-        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    /// A machine action made ready to perform after unlocking: it carries what it needs from
+    /// the locked state (taken out of it, so no later transition can take the same again).
+    private enum Step: Sendable {
+        case fail(ends: [SubscriberEnd], waiters: [CheckedContinuation<Void, any Error>], error: any Error)
+        case resume([CheckedContinuation<Void, any Error>])
+        case cancelTimer(Task<Void, Never>)
+        case start(epoch: UInt64)
+        case stop(epoch: UInt64)
+        case armTimer(generation: UInt64, deadline: Duration)
+        case finishShutdown(waiters: [CheckedContinuation<Void, Never>],
+                            observers: [AsyncStream<SignalState>.Continuation])
     }
 
-    private func transition(_ event: (inout LifecycleMachine, Duration) -> LifecycleMachine.Effects) {
+    private typealias Steps = ActionList<Step>
+
+    private func transition(_ event: (inout LifecycleMachine, Duration) -> LifecycleMachine.Actions) {
         let now = clock.now()
-        let work = locked.withLock { state in collect(&state, event(&state.machine, now)) }
-        if let work { perform(work) }
+        let steps = locked.withLock { state in resolve(event(&state.machine, now), in: &state) }
+        perform(steps)
     }
 
-    /// Applies a transition's bookkeeping under the lock and returns what must be done after
-    /// unlocking (`nil`: nothing). State observers are told here, in transition order
-    /// (yielding to an `AsyncStream` only enqueues; it never calls back).
-    private func collect(_ state: inout State, _ effects: LifecycleMachine.Effects) -> Work? {
-        if effects.isEmpty && state.machine.state == state.publishedState { return nil }
-        var work = Work()
-        work.start = effects.start
-        work.stop = effects.stop
-        work.timer = effects.timer
-        if let armed = effects.timer { state.timerDeadline = armed.deadline }
-        if effects.clearLatest { delivery.clearLatest() }
-        let accepting = state.machine.acceptingEpoch
-        if accepting != state.acceptingEpoch {
-            state.acceptingEpoch = accepting
-            delivery.setAcceptingEpoch(accepting)
+    /// Under the lock, after a transition: mirrors it onto the value side and the state
+    /// observers, and turns the machine's actions into the steps to perform after unlocking, in
+    /// the machine's order. (Yielding to a state observer's `AsyncStream` only enqueues; it
+    /// never calls back. The value side's lock comes after this one: see ``locked``.)
+    private func resolve(_ actions: LifecycleMachine.Actions, in state: inout State) -> Steps {
+        var steps = Steps()
+        let machine = state.machine
+        // The common subscribe and cancel: nothing to do, nothing to tell.
+        if actions.isEmpty && machine.state == state.publishedState { return steps }
+        if machine.latestClearings != state.latestClearings {
+            state.latestClearings = machine.latestClearings
+            delivery.clearLatest()
         }
-        if let failure = effects.failure, !effects.failedSubscribers.isEmpty {
-            work.failure = failure
-            for id in effects.failedSubscribers {
-                if let end = state.ends.removeValue(forKey: id) { work.failed.append(end) }
-                if let waiter = state.runningWaiters.removeValue(forKey: id) {
-                    work.runningWaiters.append((waiter, .failure(failure)))
-                }
-            }
+        if machine.acceptingEpoch != state.acceptingEpoch {
+            state.acceptingEpoch = machine.acceptingEpoch
+            delivery.setAcceptingEpoch(machine.acceptingEpoch)
         }
-        if effects.becameRunning {
-            for waiter in state.runningWaiters.values { work.runningWaiters.append((waiter, .success(()))) }
-            state.runningWaiters.removeAll()
-        }
-        if let current = state.timer, effects.timerCancelled || effects.timer != nil,
-           current.generation != state.machine.timerGeneration || !state.machine.timerArmed {
-            work.cancelledTimer = current.task
-            state.timer = nil
-        }
-        let newState = state.machine.state
+        let newState = machine.state
         if newState != state.publishedState {
             state.publishedState = newState
             for observer in state.stateObservers.values { observer.yield(newState) }
         }
-        if effects.shutdownFinished {
-            work.shutdownWaiters = state.shutdownWaiters
-            state.shutdownWaiters.removeAll()
-            work.finishedObservers = Array(state.stateObservers.values)
-            state.stateObservers.removeAll()
+        for action in actions {
+            switch action {
+            case let .fail(ids, error):
+                var ends: [SubscriberEnd] = []
+                var waiters: [CheckedContinuation<Void, any Error>] = []
+                for id in ids {
+                    if let end = state.ends.removeValue(forKey: id) { ends.append(end) }
+                    if let waiter = state.runningWaiters.removeValue(forKey: id) { waiters.append(waiter) }
+                }
+                steps.append(.fail(ends: ends, waiters: waiters, error: error))
+            case .resumeRunningWaiters:
+                if !state.runningWaiters.isEmpty {
+                    steps.append(.resume(Array(state.runningWaiters.values)))
+                    state.runningWaiters.removeAll()
+                }
+            case .cancelTimer:
+                if let task = takeStaleTimer(&state) { steps.append(.cancelTimer(task)) }
+            case let .start(epoch):
+                steps.append(.start(epoch: epoch))
+            case let .stop(epoch):
+                steps.append(.stop(epoch: epoch))
+            case let .armTimer(generation, deadline):
+                if let task = takeStaleTimer(&state) { steps.append(.cancelTimer(task)) }
+                state.timerDeadline = deadline
+                steps.append(.armTimer(generation: generation, deadline: deadline))
+            case .finishShutdown:
+                steps.append(.finishShutdown(waiters: state.shutdownWaiters,
+                                             observers: Array(state.stateObservers.values)))
+                state.shutdownWaiters.removeAll()
+                state.stateObservers.removeAll()
+            }
         }
-        return work
+        return steps
     }
 
-    private func perform(_ work: Work) {
-        if let failure = work.failure {
-            for end in work.failed { end(.failure(failure)) }
+    /// The timer task kept for a timer the machine no longer has armed, taken out to cancel.
+    private func takeStaleTimer(_ state: inout State) -> Task<Void, Never>? {
+        guard let current = state.timer,
+              current.generation != state.machine.timerGeneration || !state.machine.timerArmed
+        else { return nil }
+        state.timer = nil
+        return current.task
+    }
+
+    /// Performs the steps of one transition, in order, with no lock held.
+    private func perform(_ steps: Steps) {
+        for step in steps {
+            switch step {
+            case let .fail(ends, waiters, error):
+                for end in ends { end(.failure(error)) }
+                for waiter in waiters { waiter.resume(throwing: error) }
+            case let .resume(waiters):
+                for waiter in waiters { waiter.resume() }
+            case let .cancelTimer(task):
+                task.cancel()
+            case let .start(epoch):
+                runStart(epoch: epoch)
+            case let .stop(epoch):
+                runStop(epoch: epoch)
+            case let .armTimer(generation, deadline):
+                armTimer(generation: generation, deadline: deadline)
+            case let .finishShutdown(waiters, observers):
+                for observer in observers { observer.finish() }
+                for waiter in waiters { waiter.resume() }
+            }
         }
-        for (waiter, result) in work.runningWaiters { waiter.resume(with: result) }
-        work.cancelledTimer?.cancel()
-        if let epoch = work.start { runStart(epoch: epoch) }
-        if let epoch = work.stop { runStop(epoch: epoch) }
-        if let (generation, deadline) = work.timer { armTimer(generation: generation, deadline: deadline) }
-        for observer in work.finishedObservers { observer.finish() }
-        for waiter in work.shutdownWaiters { waiter.resume() }
     }
 
     private func runStart(epoch: UInt64) {
