@@ -174,7 +174,11 @@ public final class RefCountedSignal<Value: Sendable>: Sendable {
     }
 
     /// Whether a hook or a due timer is still to act (for tests).
-    var hasPendingTransition: Bool { core.hasPendingTransition }
+    package var hasPendingTransition: Bool { core.hasPendingTransition }
+
+    /// Suspends until no hook runs and no due timer is still to act (for tests: an explicit
+    /// signal that the signal has done what it will do, instead of guessing).
+    package func waitUntilSettled() async { await core.waitUntilSettled() }
 }
 
 /// The producer's handle on its signal, given to the start hook. It belongs to one run: once

@@ -44,6 +44,9 @@ final class SignalCore: Sendable {
     /// hooks, resumed continuations and state observers are all called after unlocking.
     private let locked: Lock<State>
     private let ids = Atomic<UInt64>(0)
+    /// Tasks waiting for ``hasPendingTransition`` to clear; woken after every transition that
+    /// did something.
+    private let settledWaiters = ConditionWaiters()
 
     init(
         configuration: SignalConfiguration,
@@ -77,7 +80,7 @@ final class SignalCore: Sendable {
             return resolve(actions, in: &state)
         }
         guard let steps else { return false }
-        perform(steps)
+        if !steps.isEmpty { performThenWake(steps) }
         return true
     }
 
@@ -92,7 +95,7 @@ final class SignalCore: Sendable {
         }
         end?(nil)
         waiter?.resume(throwing: CancellationError())
-        perform(steps)
+        if !steps.isEmpty { performThenWake(steps) }
     }
 
     func producerFailed(epoch: UInt64, error: any Error) {
@@ -168,13 +171,21 @@ final class SignalCore: Sendable {
 
     /// Whether a transition is still due: a hook is in progress, or an armed timer's deadline
     /// has passed but it has not acted yet. Tests wait for this to clear before checking.
-    var hasPendingTransition: Bool {
+    package var hasPendingTransition: Bool {
         let now = clock.now()
         return locked.withLock { state in
             switch state.machine.state {
             case .starting, .stopping: return true
             default: return state.machine.timerArmed && (state.timerDeadline ?? .zero) <= now
             }
+        }
+    }
+
+    /// Suspends until no transition is due (``hasPendingTransition`` is false), or until the
+    /// task is cancelled.
+    package func waitUntilSettled() async {
+        while hasPendingTransition && !Task.isCancelled {
+            await settledWaiters.wait { !self.hasPendingTransition }
         }
     }
 
@@ -185,7 +196,7 @@ final class SignalCore: Sendable {
                 state.shutdownWaiters.append(continuation)
                 return resolve(state.machine.shutdown(now: now), in: &state)
             }
-            perform(steps)
+            performThenWake(steps)
         }
     }
 
@@ -224,7 +235,14 @@ final class SignalCore: Sendable {
     private func transition(_ event: (inout LifecycleMachine, Duration) -> LifecycleMachine.Actions) {
         let now = clock.now()
         let steps = locked.withLock { state in resolve(event(&state.machine, now), in: &state) }
+        // Hooks and timers end here even when they change nothing visible (a stale timer, a
+        // start nobody waits for): wake whoever waits for the signal to settle either way.
+        performThenWake(steps)
+    }
+
+    private func performThenWake(_ steps: Steps) {
         perform(steps)
+        settledWaiters.resumeAll()
     }
 
     /// Under the lock, after a transition: mirrors it onto the value side and the state

@@ -77,9 +77,3 @@ extension RefCountedSignal {
         await waitForState { $0 != .starting && $0 != .stopping }
     }
 }
-
-/// Lets every task that is ready to run take its turn; used only to give a wrong
-/// implementation the chance to act before a test checks that nothing happened.
-func letOtherTasksRun() async {
-    for _ in 0..<50 { await Task.yield() }
-}
