@@ -18,7 +18,18 @@ struct SubscriberID: Hashable, Sendable, Comparable {
 /// clock; times are passed in as offsets from the signal's reference instant. The signal holds
 /// it under a lock, transitions, unlocks, and then performs the actions in order (the
 /// swift-async-algorithms pattern).
-struct LifecycleMachine: Sendable {
+///
+/// Demand: a subscription may carry a `Demand`; the machine keeps the aggregate of the live
+/// subscriptions' demands (combined by the signal's policy) and tells the producer when it
+/// changes, through a re-plan. Start, re-plan and stop run one at a time: a demand change
+/// during a start or a re-plan is served by one more re-plan afterwards, with the aggregate of
+/// that moment (changes in between coalesce); a stop decided during a re-plan begins (the state
+/// is stopping) but its hook waits for the re-plan to return; nothing is re-planned once the
+/// stop began. The linger keeps the last plan: the producer is not re-planned when the last
+/// subscriber leaves, and a subscriber that comes back inside the linger re-plans only if the
+/// aggregate then differs from the plan. A signal without a demand policy has no demands and
+/// never re-plans.
+struct LifecycleMachine<Demand: Sendable & Equatable>: Sendable {
     enum Phase: Equatable, Sendable {
         case idle
         /// Subscribers wait for the minimum off time; a timer is armed.
@@ -55,8 +66,10 @@ struct LifecycleMachine: Sendable {
         case resumeRunningWaiters
         /// The timer armed before is no longer wanted.
         case cancelTimer
-        /// Run the start hook for run `epoch`.
-        case start(epoch: UInt64)
+        /// Run the start hook for run `epoch`; `demand` is the aggregate at this moment.
+        case start(epoch: UInt64, demand: Demand?)
+        /// Run the re-plan hook of run `epoch`: the aggregate demand is now `demand`.
+        case replan(epoch: UInt64, demand: Demand?)
         /// Run the stop hook of run `epoch`.
         case stop(epoch: UInt64)
         /// Arm the single timer: call `timerFired(generation:now:)` at `deadline`.
@@ -71,6 +84,9 @@ struct LifecycleMachine: Sendable {
     let minimumOffTime: Duration
     let restart: RestartPolicy
     let clearLatestOnFailure: Bool
+    /// How two demands combine (associative and commutative); `nil`: the signal has no demand
+    /// policy, and no subscription carries a demand.
+    let combine: (@Sendable (Demand, Demand) -> Demand)?
 
     private(set) var phase: Phase = .idle
     private(set) var subscribers: Set<SubscriberID> = []
@@ -93,6 +109,19 @@ struct LifecycleMachine: Sendable {
     /// unlocking, so that no subscriber arriving after the failure is handed the old value.
     private(set) var latestClearings = 0
 
+    /// The demands of the live subscriptions that carry one.
+    private(set) var demands: [SubscriberID: Demand] = [:]
+    /// The combination of `demands`; `nil` when no live subscription carries a demand.
+    private(set) var aggregate: Demand?
+    /// What the producer of the current run was last told: the aggregate its start or its last
+    /// re-plan was given.
+    private(set) var plannedDemand: Demand?
+    /// The run whose re-plan hook is in progress, if one is.
+    private(set) var replanning: UInt64?
+    /// A stop began during a re-plan: its hook runs when the re-plan returns.
+    private var stopAwaitsReplan = false
+    private(set) var replans = 0
+
     private(set) var lastStopEnd: Duration?
     private(set) var lastFailure: (any Error)?
     private(set) var starts = 0
@@ -103,11 +132,12 @@ struct LifecycleMachine: Sendable {
     private var timeRunningTotal: Duration = .zero
     private var timeActiveTotal: Duration = .zero
 
-    init(configuration: SignalConfiguration) {
+    init(configuration: SignalConfiguration, combine: (@Sendable (Demand, Demand) -> Demand)? = nil) {
         linger = configuration.linger
         minimumOffTime = configuration.minimumOffTime
         restart = configuration.restart
         clearLatestOnFailure = configuration.replay.clearOnFailure
+        self.combine = combine
     }
 
     // MARK: - Queries
@@ -156,11 +186,20 @@ struct LifecycleMachine: Sendable {
 
     // MARK: - Events
 
-    /// A subscription or hold arrives. Returns `nil` when the signal is shut down. (`now` is
-    /// read only when this subscriber starts the producer: reading a clock is not free.)
-    mutating func subscribe(_ id: SubscriberID, now: @autoclosure () -> Duration) -> Actions? {
+    /// A subscription or hold arrives, with its demand if it has one. Returns `nil` when the
+    /// signal is shut down. (`now` is read only when this subscriber starts the producer:
+    /// reading a clock is not free.)
+    mutating func subscribe(
+        _ id: SubscriberID,
+        demand: Demand? = nil,
+        now: @autoclosure () -> Duration
+    ) -> Actions? {
         guard !shutdownRequested else { return nil }
         subscribers.insert(id)
+        if let demand {
+            demands[id] = demand
+            aggregate = aggregate.map { combined($0, demand) } ?? demand
+        }
         var actions = Actions()
         switch phase {
         case .idle, .failed(retryArmed: false):
@@ -168,7 +207,10 @@ struct LifecycleMachine: Sendable {
         case let .lingering(epoch):
             phase = .running(epoch: epoch)
             disarmTimer(into: &actions)
-        case .failed(retryArmed: true), .waitingToStart, .starting, .running, .stopping, .shutDown:
+            replanIfNeeded(into: &actions)
+        case .running:
+            if demand != nil { replanIfNeeded(into: &actions) }
+        case .failed(retryArmed: true), .waitingToStart, .starting, .stopping, .shutDown:
             // A pending timer, start or stop already leads to a start; the newcomer waits.
             break
         }
@@ -178,8 +220,15 @@ struct LifecycleMachine: Sendable {
     /// A subscription or hold is cancelled. A second cancel of the same token does nothing.
     /// (`now` is read only when the last subscriber leaves.)
     mutating func cancel(_ id: SubscriberID, now: @autoclosure () -> Duration) -> Actions {
-        guard subscribers.remove(id) != nil, subscribers.isEmpty else { return Actions() }
+        guard subscribers.remove(id) != nil else { return Actions() }
+        // Most signals have no demands: skip the lookup.
+        let demandLeft = !demands.isEmpty && demands.removeValue(forKey: id) != nil
+        if demandLeft { recomputeAggregate() }
         var actions = Actions()
+        guard subscribers.isEmpty else {
+            if demandLeft { replanIfNeeded(into: &actions) }
+            return actions
+        }
         switch phase {
         case let .running(epoch):
             lastSubscriberLeft(epoch: epoch, now: now(), into: &actions)
@@ -193,6 +242,35 @@ struct LifecycleMachine: Sendable {
         case .idle, .failed(retryArmed: false), .starting, .lingering, .stopping, .shutDown:
             // Starting: the stop follows when the start finishes. Stopping: nothing to undo.
             break
+        }
+        return actions
+    }
+
+    /// A live subscription's demand changes (`nil`: it no longer has one). A change for a
+    /// subscription that has ended does nothing, so a change that races a cancel lands in order.
+    mutating func setDemand(_ id: SubscriberID, to demand: Demand?) -> Actions {
+        guard subscribers.contains(id), demands[id] != demand else { return Actions() }
+        demands[id] = demand
+        recomputeAggregate()
+        var actions = Actions()
+        replanIfNeeded(into: &actions)
+        return actions
+    }
+
+    /// The re-plan hook of `epoch` returned: one more re-plan follows if the aggregate changed
+    /// meanwhile, or the stop that waited for it begins.
+    mutating func replanFinished(epoch: UInt64) -> Actions {
+        guard replanning == epoch else { return Actions() }
+        replanning = nil
+        var actions = Actions()
+        switch phase {
+        case .running(epoch):
+            replanIfNeeded(into: &actions)
+        case .stopping(epoch, _) where stopAwaitsReplan:
+            stopAwaitsReplan = false
+            actions.append(.stop(epoch: epoch))
+        default:
+            break  // lingering: the linger keeps the plan
         }
         return actions
     }
@@ -213,6 +291,8 @@ struct LifecycleMachine: Sendable {
             lastSubscriberLeft(epoch: epoch, now: now, into: &actions)
         } else {
             actions.append(.resumeRunningWaiters)
+            // The demand changed while the start ran: the producer hears of it now.
+            replanIfNeeded(into: &actions)
         }
         return actions
     }
@@ -346,7 +426,8 @@ struct LifecycleMachine: Sendable {
         starts += 1
         activeSince = now
         phase = .starting(epoch: epoch)
-        actions.append(.start(epoch: epoch))
+        plannedDemand = aggregate
+        actions.append(.start(epoch: epoch, demand: aggregate))
     }
 
     private mutating func lastSubscriberLeft(epoch: UInt64, now: Duration, into actions: inout Actions) {
@@ -366,7 +447,11 @@ struct LifecycleMachine: Sendable {
         }
         stops += 1
         phase = .stopping(epoch: epoch, reason: reason)
-        actions.append(.stop(epoch: epoch))
+        if replanning == epoch {
+            stopAwaitsReplan = true  // the stop hook never overlaps the re-plan hook
+        } else {
+            actions.append(.stop(epoch: epoch))
+        }
     }
 
     private mutating func producerFailed(epoch: UInt64, error: any Error, now: Duration, into actions: inout Actions) {
@@ -380,6 +465,32 @@ struct LifecycleMachine: Sendable {
     private mutating func failAllSubscribers(with error: any Error, into actions: inout Actions) {
         if !subscribers.isEmpty { actions.append(.fail(subscribers.sorted(), error: error)) }
         subscribers.removeAll()
+        demands.removeAll()
+        aggregate = nil
+    }
+
+    /// Tells the producer the aggregate if it differs from what it was last told, unless a
+    /// re-plan runs already (it is followed by one more when it returns).
+    private mutating func replanIfNeeded(into actions: inout Actions) {
+        guard case let .running(epoch) = phase, replanning == nil, aggregate != plannedDemand else { return }
+        replanning = epoch
+        replans += 1
+        plannedDemand = aggregate
+        actions.append(.replan(epoch: epoch, demand: aggregate))
+    }
+
+    private mutating func recomputeAggregate() {
+        // Any order gives the same result: the policy's combination is associative and commutative.
+        var combination: Demand?
+        for demand in demands.values {
+            combination = combination.map { combined($0, demand) } ?? demand
+        }
+        aggregate = combination
+    }
+
+    private func combined(_ lhs: Demand, _ rhs: Demand) -> Demand {
+        guard let combine else { preconditionFailure("a demand reached a signal without a demand policy") }
+        return combine(lhs, rhs)
     }
 
     private mutating func armTimer(deadline: Duration, into actions: inout Actions) {

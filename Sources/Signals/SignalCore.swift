@@ -19,14 +19,19 @@ typealias SubscriberEnd = @Sendable (SignalCompletion?) -> Void
 
 /// The lifecycle half of a ``RefCountedSignal``: the state machine under a lock, the hooks,
 /// the timer, the state observers and the subscribers' completions. It knows nothing of the
-/// value type, so none of it pays for generic code that the client cannot specialise.
+/// value type or the demand type (it holds demands as ``AnyDemand``), so none of it pays for
+/// generic code that the client cannot specialise.
 @usableFromInline
 final class SignalCore: Sendable {
+    typealias Machine = LifecycleMachine<AnyDemand>
+
+
     @usableFromInline let clock: SignalClock
     private let delivery: any DeliveryControl
-    /// Runs the producer's start for a run (the epoch); it is handed this core rather than
-    /// holding it, so that the core does not keep itself alive.
-    private let startHook: @Sendable (SignalCore, UInt64) async throws -> Void
+    /// Runs the producer's start for a run (the epoch) with the aggregate demand; it is handed
+    /// this core rather than holding it, so that the core does not keep itself alive.
+    private let startHook: @Sendable (SignalCore, UInt64, AnyDemand?) async throws -> Void
+    private let replanHook: @Sendable (AnyDemand?) async -> Void
     private let stopHook: @Sendable () async -> Void
     /// The lifecycle's state, under the signal's first lock.
     ///
@@ -52,14 +57,17 @@ final class SignalCore: Sendable {
         configuration: SignalConfiguration,
         clock: SignalClock,
         delivery: any DeliveryControl,
-        start: @escaping @Sendable (SignalCore, UInt64) async throws -> Void,
+        combine: (@Sendable (AnyDemand, AnyDemand) -> AnyDemand)?,
+        start: @escaping @Sendable (SignalCore, UInt64, AnyDemand?) async throws -> Void,
+        replan: @escaping @Sendable (AnyDemand?) async -> Void,
         stop: @escaping @Sendable () async -> Void
     ) {
         self.clock = clock
         self.delivery = delivery
         startHook = start
+        replanHook = replan
         stopHook = stop
-        locked = Lock(State(machine: LifecycleMachine(configuration: configuration)))
+        locked = Lock(State(machine: Machine(configuration: configuration, combine: combine)))
     }
 
     // MARK: - Subscribers
@@ -69,12 +77,18 @@ final class SignalCore: Sendable {
         SubscriberID(raw: ids.add(1, ordering: .relaxed).newValue)
     }
 
-    /// Counts `id` as a subscriber; `register` runs under the lock once it is accepted, so
-    /// that a failure can never miss it. Returns false (and registers nothing) after shutdown.
+    /// Counts `id` as a subscriber, with its demand if it has one; `register` runs under the
+    /// lock once it is accepted, so that a failure can never miss it. Returns false (and
+    /// registers nothing) after shutdown.
     @usableFromInline
-    func subscribe(_ id: SubscriberID, end: @escaping SubscriberEnd, register: () -> Void) -> Bool {
+    func subscribe(
+        _ id: SubscriberID,
+        demand: AnyDemand? = nil,
+        end: @escaping SubscriberEnd,
+        register: () -> Void
+    ) -> Bool {
         let steps = locked.withLock { state -> Steps? in
-            guard let actions = state.machine.subscribe(id, now: clock.now()) else { return nil }
+            guard let actions = state.machine.subscribe(id, demand: demand, now: clock.now()) else { return nil }
             state.ends[id] = end
             register()
             return resolve(actions, in: &state)
@@ -96,6 +110,12 @@ final class SignalCore: Sendable {
         end?(nil)
         waiter?.resume(throwing: CancellationError())
         if !steps.isEmpty { performThenWake(steps) }
+    }
+
+    /// Changes the demand of `id`'s subscription, if it is still live.
+    @usableFromInline
+    func setDemand(_ id: SubscriberID, to demand: AnyDemand?) {
+        transition { machine, _ in machine.setDemand(id, to: demand) }
     }
 
     func producerFailed(epoch: UInt64, error: any Error) {
@@ -132,6 +152,11 @@ final class SignalCore: Sendable {
         locked.withLock { $0.machine.subscribers.count }
     }
 
+    /// The aggregate demand of the live subscriptions.
+    var demand: AnyDemand? {
+        locked.withLock { $0.machine.aggregate }
+    }
+
     var statistics: SignalStatistics {
         let now = clock.now()
         return locked.withLock { state in
@@ -143,6 +168,7 @@ final class SignalCore: Sendable {
                 timeRunning: machine.timeRunning(now: now),
                 timeActive: machine.timeActive(now: now),
                 subscribers: machine.subscribers.count,
+                replans: machine.replans,
                 lastFailure: machine.lastFailure.map { String(describing: $0) }
             )
         }
@@ -176,7 +202,9 @@ final class SignalCore: Sendable {
         return locked.withLock { state in
             switch state.machine.state {
             case .starting, .stopping: return true
-            default: return state.machine.timerArmed && (state.timerDeadline ?? .zero) <= now
+            default:
+                return state.machine.replanning != nil
+                    || state.machine.timerArmed && (state.timerDeadline ?? .zero) <= now
             }
         }
     }
@@ -203,7 +231,7 @@ final class SignalCore: Sendable {
     // MARK: - Transitions and their actions
 
     private struct State {
-        var machine: LifecycleMachine
+        var machine: Machine
         var ends: [SubscriberID: SubscriberEnd] = [:]
         /// What the value side was last told (it mirrors the machine's accepting run and how
         /// often the latest value was cleared).
@@ -223,7 +251,8 @@ final class SignalCore: Sendable {
         case fail(ends: [SubscriberEnd], waiters: [CheckedContinuation<Void, any Error>], error: any Error)
         case resume([CheckedContinuation<Void, any Error>])
         case cancelTimer(Task<Void, Never>)
-        case start(epoch: UInt64)
+        case start(epoch: UInt64, demand: AnyDemand?)
+        case replan(epoch: UInt64, demand: AnyDemand?)
         case stop(epoch: UInt64)
         case armTimer(generation: UInt64, deadline: Duration)
         case finishShutdown(waiters: [CheckedContinuation<Void, Never>],
@@ -232,7 +261,7 @@ final class SignalCore: Sendable {
 
     private typealias Steps = ActionList<Step>
 
-    private func transition(_ event: (inout LifecycleMachine, Duration) -> LifecycleMachine.Actions) {
+    private func transition(_ event: (inout Machine, Duration) -> Machine.Actions) {
         let now = clock.now()
         let steps = locked.withLock { state in resolve(event(&state.machine, now), in: &state) }
         // Hooks and timers end here even when they change nothing visible (a stale timer, a
@@ -249,7 +278,7 @@ final class SignalCore: Sendable {
     /// observers, and turns the machine's actions into the steps to perform after unlocking, in
     /// the machine's order. (Yielding to a state observer's `AsyncStream` only enqueues; it
     /// never calls back. The value side's lock comes after this one: see ``locked``.)
-    private func resolve(_ actions: LifecycleMachine.Actions, in state: inout State) -> Steps {
+    private func resolve(_ actions: Machine.Actions, in state: inout State) -> Steps {
         var steps = Steps()
         let machine = state.machine
         // The common subscribe and cancel: nothing to do, nothing to tell.
@@ -284,8 +313,10 @@ final class SignalCore: Sendable {
                 }
             case .cancelTimer:
                 if let task = takeStaleTimer(&state) { steps.append(.cancelTimer(task)) }
-            case let .start(epoch):
-                steps.append(.start(epoch: epoch))
+            case let .start(epoch, demand):
+                steps.append(.start(epoch: epoch, demand: demand))
+            case let .replan(epoch, demand):
+                steps.append(.replan(epoch: epoch, demand: demand))
             case let .stop(epoch):
                 steps.append(.stop(epoch: epoch))
             case let .armTimer(generation, deadline):
@@ -322,8 +353,10 @@ final class SignalCore: Sendable {
                 for waiter in waiters { waiter.resume() }
             case let .cancelTimer(task):
                 task.cancel()
-            case let .start(epoch):
-                runStart(epoch: epoch)
+            case let .start(epoch, demand):
+                runStart(epoch: epoch, demand: demand)
+            case let .replan(epoch, demand):
+                runReplan(epoch: epoch, demand: demand)
             case let .stop(epoch):
                 runStop(epoch: epoch)
             case let .armTimer(generation, deadline):
@@ -335,14 +368,21 @@ final class SignalCore: Sendable {
         }
     }
 
-    private func runStart(epoch: UInt64) {
+    private func runStart(epoch: UInt64, demand: AnyDemand?) {
         Task { [self] in
             do {
-                try await startHook(self, epoch)
+                try await startHook(self, epoch, demand)
                 transition { $0.startSucceeded(epoch: epoch, now: $1) }
             } catch {
                 transition { $0.startFailed(epoch: epoch, error: error, now: $1) }
             }
+        }
+    }
+
+    private func runReplan(epoch: UInt64, demand: AnyDemand?) {
+        Task { [self] in
+            await replanHook(demand)
+            transition { machine, _ in machine.replanFinished(epoch: epoch) }
         }
     }
 

@@ -1,22 +1,30 @@
 @testable import Signals
 import Testing
 
+/// The machine the tests drive: its demands are numbers (a test picks how they combine).
+typealias Machine = LifecycleMachine<Int>
+
 /// An action as a test compares it: errors by their description.
 enum Did: Equatable, CustomStringConvertible {
     case fail([SubscriberID], String)
     case resumeRunningWaiters
     case cancelTimer
-    case start(epoch: UInt64)
+    case start(epoch: UInt64, demand: Int?)
+    case replan(epoch: UInt64, demand: Int?)
     case stop(epoch: UInt64)
     case armTimer(generation: UInt64, deadline: Duration)
     case finishShutdown
 
-    init(_ action: LifecycleMachine.Action) {
+    /// A start with no demand (every start of a machine whose subscribers carry none).
+    static func start(epoch: UInt64) -> Did { .start(epoch: epoch, demand: nil) }
+
+    init(_ action: Machine.Action) {
         switch action {
         case let .fail(ids, error): self = .fail(ids, String(describing: error))
         case .resumeRunningWaiters: self = .resumeRunningWaiters
         case .cancelTimer: self = .cancelTimer
-        case let .start(epoch): self = .start(epoch: epoch)
+        case let .start(epoch, demand): self = .start(epoch: epoch, demand: demand)
+        case let .replan(epoch, demand): self = .replan(epoch: epoch, demand: demand)
         case let .stop(epoch): self = .stop(epoch: epoch)
         case let .armTimer(generation, deadline): self = .armTimer(generation: generation, deadline: deadline)
         case .finishShutdown: self = .finishShutdown
@@ -28,7 +36,8 @@ enum Did: Equatable, CustomStringConvertible {
         case let .fail(ids, error): "fail \(ids.map(\.raw)) with \(error)"
         case .resumeRunningWaiters: "resume running waiters"
         case .cancelTimer: "cancel timer"
-        case let .start(epoch): "start \(epoch)"
+        case let .start(epoch, demand): "start \(epoch) for \(demand.map(String.init) ?? "no demand")"
+        case let .replan(epoch, demand): "re-plan \(epoch) for \(demand.map(String.init) ?? "no demand")"
         case let .stop(epoch): "stop \(epoch)"
         case let .armTimer(generation, deadline): "arm timer \(generation) at \(deadline)"
         case .finishShutdown: "finish shutdown"
@@ -36,12 +45,12 @@ enum Did: Equatable, CustomStringConvertible {
     }
 }
 
-func did(_ actions: LifecycleMachine.Actions) -> [Did] {
+func did(_ actions: Machine.Actions) -> [Did] {
     actions.map(Did.init)
 }
 
 /// The timer an event armed, if it armed one.
-func armedTimer(_ actions: LifecycleMachine.Actions) -> (generation: UInt64, deadline: Duration)? {
+func armedTimer(_ actions: Machine.Actions) -> (generation: UInt64, deadline: Duration)? {
     for action in actions {
         if case let .armTimer(generation, deadline) = action { return (generation, deadline) }
     }
@@ -66,8 +75,8 @@ struct LifecycleMachineTests {
         minimumOffTime: Duration = .zero,
         restart: RestartPolicy = .onNextSubscriber,
         clearOnFailure: Bool = false
-    ) -> LifecycleMachine {
-        LifecycleMachine(configuration: SignalConfiguration(
+    ) -> Machine {
+        Machine(configuration: SignalConfiguration(
             linger: linger,
             minimumOffTime: minimumOffTime,
             replay: .latest(clearOnFailure: clearOnFailure),
