@@ -43,6 +43,14 @@ final class Targets<Value: Sendable>: Sendable {
                        timestamped: timestamped + (sink.timestamped ? 1 : 0))
     }
 
+    /// An observer: a live call like a callback subscriber's, never replayed to, never timed.
+    @inlinable
+    func adding(observer id: SubscriberID, call: @escaping @Sendable (Value) -> Void) -> Targets {
+        var calls = calls
+        calls.append(Entry(id: id, call: call))
+        return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
+    }
+
     @inlinable
     func adding(replaying sink: CallbackSink<Value>) -> Targets {
         var replaying = replaying
@@ -188,6 +196,12 @@ final class Delivery<Value: Sendable>: DeliveryControl {
             if pending.isEmpty { return }
             for value in pending { sink.call(value) }
         }
+    }
+
+    /// Registers an observer: it gets the values sent from now on, none replayed.
+    func addObserver(_ id: SubscriberID, call: @escaping @Sendable (Value) -> Void) {
+        // Called under the core's lock (lock order: see SignalCore.locked).
+        state.withLock { $0.targets = $0.targets.adding(observer: id, call: call) }
     }
 
     @inlinable

@@ -73,6 +73,11 @@ extension DemandSignal {
                     return token
                 }
                 token?.cancel()
+            },
+            observeUpstream: { [self] onValue, onCompletion in
+                observe(onValue: { value in
+                    if let transformed = transform(value) { onValue(transformed) }
+                }, onCompletion: onCompletion)
             }
         )
     }

@@ -62,6 +62,9 @@ struct LifecycleMachine<Demand: Sendable & Equatable>: Sendable {
         /// End these subscriptions with `error`: each is told, and each waiting for the
         /// producer to run gets the error. (The machine has already stopped counting them.)
         case fail([SubscriberID], error: any Error)
+        /// End every observation (the signal shuts down); observers are no subscribers, so the
+        /// machine does not know them.
+        case endObservations
         /// Let the subscribers waiting for the producer to run proceed: it runs now.
         case resumeRunningWaiters
         /// The timer armed before is no longer wanted.
@@ -395,6 +398,7 @@ struct LifecycleMachine<Demand: Sendable & Equatable>: Sendable {
         }
         shutdownRequested = true
         failAllSubscribers(with: SignalError.shutDown, into: &actions)
+        actions.append(.endObservations)
         if timerArmed { disarmTimer(into: &actions) }
         switch phase {
         case .idle, .failed, .waitingToStart:

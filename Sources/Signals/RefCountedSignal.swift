@@ -68,6 +68,14 @@ public final class DemandSignal<Value: Sendable, Demand: Sendable & Equatable>: 
     @usableFromInline let delivery: Delivery<Value>
     /// How demands combine (`nil` for a signal without demands); derived signals share it.
     let policy: DemandPolicy<Demand>?
+    /// How a derived signal observes: through its base, with its transform (`nil`: observers
+    /// are told by this signal's own delivery).
+    let observeUpstream: ObserveUpstream?
+
+    typealias ObserveUpstream = @Sendable (
+        _ onValue: @escaping @Sendable (Value) -> Void,
+        _ onCompletion: @escaping @Sendable (SignalCompletion) -> Void
+    ) -> SignalToken
 
     init(
         configuration: SignalConfiguration,
@@ -75,7 +83,8 @@ public final class DemandSignal<Value: Sendable, Demand: Sendable & Equatable>: 
         policy: DemandPolicy<Demand>?,
         start: @escaping DemandStartHook,
         replan: @escaping ReplanHook,
-        stop: @escaping StopHook
+        stop: @escaping StopHook,
+        observeUpstream: ObserveUpstream? = nil
     ) {
         let delivery = Delivery<Value>(clock: signalClock, replay: configuration.replay)
         // The start hook gets the core from the core itself: a hook that held the core (say,
@@ -96,6 +105,7 @@ public final class DemandSignal<Value: Sendable, Demand: Sendable & Equatable>: 
         self.core = core
         self.delivery = delivery
         self.policy = policy
+        self.observeUpstream = observeUpstream
     }
 
     // MARK: - Subscribing
@@ -285,10 +295,12 @@ public struct SignalEmitter<Value: Sendable>: Sendable {
     }
 }
 
-/// Keeps a subscription or hold alive; cancelled by ``cancel()`` or when released.
+/// Keeps a subscription, hold or observation alive; cancelled by ``cancel()`` or when released.
 public final class SignalToken: Sendable {
     @usableFromInline let core: SignalCore?
     @usableFromInline let id: SubscriberID
+    /// Whether this is an observation's token (not counted by the lifecycle).
+    @usableFromInline let observes: Bool
     @usableFromInline let cancelled = Atomic<Bool>(false)
 
     /// A token for a subscription that was refused (the signal is shut down).
@@ -296,18 +308,24 @@ public final class SignalToken: Sendable {
     init() {
         core = nil
         id = SubscriberID(raw: 0)
+        observes = false
     }
 
     @inlinable
-    init(core: SignalCore, id: SubscriberID) {
+    init(core: SignalCore, id: SubscriberID, observes: Bool = false) {
         self.core = core
         self.id = id
+        self.observes = observes
     }
 
     /// Ends the subscription. Calling it again does nothing.
     public func cancel() {
         guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        core?.cancel(id)
+        if observes {
+            core?.endObservation(id, with: nil)
+        } else {
+            core?.cancel(id)
+        }
     }
 
     deinit {

@@ -112,6 +112,24 @@ final class SignalCore: Sendable {
         if !steps.isEmpty { performThenWake(steps) }
     }
 
+    /// Registers the observation `id`, which the lifecycle does not count; `register` runs
+    /// under the lock once it is accepted, so that a shutdown can never miss it. Returns false
+    /// (and registers nothing) once the signal shuts down.
+    func observe(_ id: SubscriberID, end: @escaping SubscriberEnd, register: () -> Void) -> Bool {
+        locked.withLock { state in
+            guard !state.machine.shutdownRequested else { return false }
+            state.observations[id] = end
+            register()
+            return true
+        }
+    }
+
+    /// Ends the observation `id` (once): `completion` is `nil` after its own cancel.
+    func endObservation(_ id: SubscriberID, with completion: SignalCompletion?) {
+        let end = locked.withLock { $0.observations.removeValue(forKey: id) }
+        end?(completion)
+    }
+
     /// Changes the demand of `id`'s subscription, if it is still live.
     @usableFromInline
     func setDemand(_ id: SubscriberID, to demand: AnyDemand?) {
@@ -233,6 +251,8 @@ final class SignalCore: Sendable {
     private struct State {
         var machine: Machine
         var ends: [SubscriberID: SubscriberEnd] = [:]
+        /// The ends of the observations, which the machine does not count.
+        var observations: [SubscriberID: SubscriberEnd] = [:]
         /// What the value side was last told (it mirrors the machine's accepting run and how
         /// often the latest value was cleared).
         var acceptingEpoch: UInt64?
@@ -249,6 +269,7 @@ final class SignalCore: Sendable {
     /// the locked state (taken out of it, so no later transition can take the same again).
     private enum Step: Sendable {
         case fail(ends: [SubscriberEnd], waiters: [CheckedContinuation<Void, any Error>], error: any Error)
+        case endObservations([SubscriberEnd])
         case resume([CheckedContinuation<Void, any Error>])
         case cancelTimer(Task<Void, Never>)
         case start(epoch: UInt64, demand: AnyDemand?)
@@ -306,6 +327,11 @@ final class SignalCore: Sendable {
                     if let waiter = state.runningWaiters.removeValue(forKey: id) { waiters.append(waiter) }
                 }
                 steps.append(.fail(ends: ends, waiters: waiters, error: error))
+            case .endObservations:
+                if !state.observations.isEmpty {
+                    steps.append(.endObservations(Array(state.observations.values)))
+                    state.observations.removeAll()
+                }
             case .resumeRunningWaiters:
                 if !state.runningWaiters.isEmpty {
                     steps.append(.resume(Array(state.runningWaiters.values)))
@@ -349,6 +375,8 @@ final class SignalCore: Sendable {
             case let .fail(ends, waiters, error):
                 for end in ends { end(.failure(error)) }
                 for waiter in waiters { waiter.resume(throwing: error) }
+            case let .endObservations(ends):
+                for end in ends { end(.failure(SignalError.shutDown)) }
             case let .resume(waiters):
                 for waiter in waiters { waiter.resume() }
             case let .cancelTimer(task):

@@ -197,7 +197,7 @@ struct DemandMachineTests {
     @Test func aShutdownDuringAReplanStopsWhenItReturns() throws {
         var m = try replanning()
         let shutDown = String(describing: SignalError.shutDown)
-        #expect(did(m.shutdown(now: .zero)) == [.fail([a, b], shutDown)])
+        #expect(did(m.shutdown(now: .zero)) == [.fail([a, b], shutDown), .endObservations])
         #expect(did(m.replanFinished(epoch: 1)) == [.stop(epoch: 1)])
         #expect(did(m.stopFinished(epoch: 1, now: .zero)) == [.finishShutdown])
         #expect(m.state == .shutDown)

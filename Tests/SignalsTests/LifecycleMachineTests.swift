@@ -7,6 +7,7 @@ typealias Machine = LifecycleMachine<Int>
 /// An action as a test compares it: errors by their description.
 enum Did: Equatable, CustomStringConvertible {
     case fail([SubscriberID], String)
+    case endObservations
     case resumeRunningWaiters
     case cancelTimer
     case start(epoch: UInt64, demand: Int?)
@@ -21,6 +22,7 @@ enum Did: Equatable, CustomStringConvertible {
     init(_ action: Machine.Action) {
         switch action {
         case let .fail(ids, error): self = .fail(ids, String(describing: error))
+        case .endObservations: self = .endObservations
         case .resumeRunningWaiters: self = .resumeRunningWaiters
         case .cancelTimer: self = .cancelTimer
         case let .start(epoch, demand): self = .start(epoch: epoch, demand: demand)
@@ -34,6 +36,7 @@ enum Did: Equatable, CustomStringConvertible {
     var description: String {
         switch self {
         case let .fail(ids, error): "fail \(ids.map(\.raw)) with \(error)"
+        case .endObservations: "end observations"
         case .resumeRunningWaiters: "resume running waiters"
         case .cancelTimer: "cancel timer"
         case let .start(epoch, demand): "start \(epoch) for \(demand.map(String.init) ?? "no demand")"
@@ -378,11 +381,11 @@ struct LifecycleMachineTests {
         #expect(m.state == target)
         let shutDown = String(describing: SignalError.shutDown)
         let expected: [Did] = switch target {
-        case .idle: [.finishShutdown]
-        case .running: [.fail([a], shutDown), .stop(epoch: 1)]
-        case .lingering: [.cancelTimer, .stop(epoch: 1)]
-        case .starting: [.fail([a], shutDown)]
-        default: []
+        case .idle: [.endObservations, .finishShutdown]
+        case .running: [.fail([a], shutDown), .endObservations, .stop(epoch: 1)]
+        case .lingering: [.endObservations, .cancelTimer, .stop(epoch: 1)]
+        case .starting: [.fail([a], shutDown), .endObservations]
+        default: [.endObservations]
         }
         let actions = did(m.shutdown(now: .seconds(10)))
         #expect(actions == expected)
@@ -406,7 +409,7 @@ struct LifecycleMachineTests {
         _ = m.subscribe(a, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
         _ = m.cancel(a, now: .zero)
-        #expect(did(m.shutdown(now: .zero)).isEmpty)
+        #expect(did(m.shutdown(now: .zero)) == [.endObservations])
         #expect(did(m.shutdown(now: .zero)).isEmpty, "asked again, it still waits for the stop")
         #expect(did(m.stopFinished(epoch: 1, now: .zero)) == [.finishShutdown])
     }
@@ -420,8 +423,9 @@ struct LifecycleMachineTests {
         _ = m.subscribe(b, now: .seconds(1))
         #expect(m.state == .waitingToStart)
         #expect(did(m.shutdown(now: .seconds(2)))
-                == [.fail([b], String(describing: SignalError.shutDown)), .cancelTimer, .finishShutdown],
-                "the subscriber hears first, the timer goes, then the shutdown is over")
+                == [.fail([b], String(describing: SignalError.shutDown)), .endObservations, .cancelTimer,
+                    .finishShutdown],
+                "the subscribers hear first, then the observers, the timer goes, then the shutdown is over")
     }
 
     @Test func backOffGrowsAndIsCapped() {

@@ -13,10 +13,14 @@ final class TestProducer: Sendable {
         self.power = power
     }
 
-    func makeSignal(_ configuration: SignalConfiguration = SignalConfiguration(), clock: ManualClock)
-        -> RefCountedSignal<Int>
-    {
+    /// A signal powering the fake switch; its hooks keep `marker` (to tell when they are released).
+    func makeSignal(
+        _ configuration: SignalConfiguration = SignalConfiguration(),
+        clock: ManualClock,
+        marker: ReleaseWatch.Marker? = nil
+    ) -> RefCountedSignal<Int> {
         RefCountedSignal(configuration: configuration, clock: clock) { [self] emitter in
+            _ = marker
             try await power.powerOn()
             self.emitter.withLock { $0 = emitter }
         } stop: { [self] in
