@@ -81,7 +81,12 @@ struct LifecycleMachine<Demand: Sendable & Equatable>: Sendable {
         case finishShutdown
     }
 
-    typealias Actions = ActionList<Action>
+    /// An event's actions, in order. The common subscribe and cancel of a running signal ask
+    /// for nothing, and an empty array allocates nothing; an event that asks for something (a
+    /// hook, a timer) is rare next to them and starts a task besides. (An inline list of four
+    /// optional actions was tried: initialising, moving and destroying it on every subscribe
+    /// and cancel cost more than this array does.)
+    typealias Actions = [Action]
 
     let linger: Duration
     let minimumOffTime: Duration
@@ -192,6 +197,7 @@ struct LifecycleMachine<Demand: Sendable & Equatable>: Sendable {
     /// A subscription or hold arrives, with its demand if it has one. Returns `nil` when the
     /// signal is shut down. (`now` is read only when this subscriber starts the producer:
     /// reading a clock is not free.)
+    @inline(__always)
     mutating func subscribe(
         _ id: SubscriberID,
         demand: Demand? = nil,
@@ -222,9 +228,17 @@ struct LifecycleMachine<Demand: Sendable & Equatable>: Sendable {
 
     /// A subscription or hold is cancelled. A second cancel of the same token does nothing.
     /// (`now` is read only when the last subscriber leaves.)
+    @inline(__always)
     mutating func cancel(_ id: SubscriberID, now: @autoclosure () -> Duration) -> Actions {
         guard subscribers.remove(id) != nil else { return Actions() }
-        // Most signals have no demands: skip the lookup.
+        // The common cancel, inlined where it is called: others still subscribe, and nobody
+        // carries a demand that could change the aggregate.
+        if demands.isEmpty && !subscribers.isEmpty { return Actions() }
+        return cancelled(id, now: now())
+    }
+
+    /// The rest of ``cancel(_:now:)``: `id` has just been removed.
+    private mutating func cancelled(_ id: SubscriberID, now: @autoclosure () -> Duration) -> Actions {
         let demandLeft = !demands.isEmpty && demands.removeValue(forKey: id) != nil
         if demandLeft { recomputeAggregate() }
         var actions = Actions()

@@ -222,8 +222,10 @@ extension DemandSignal {
         let sink = CallbackSink(id: core.makeID(), call: call, callSample: callSample,
                                 onCompletion: onCompletion, delivery: delivery)
         var replay: Sample<Value>?
-        let accepted = core.subscribe(sink.id, demand: demand, end: { sink.end($0) }) {
-            replay = delivery.add(sink)
+        let accepted = if let demand {
+            core.subscribe(sink.id, demand: demand, end: { sink.end($0) }) { replay = delivery.add(sink) }
+        } else {
+            core.subscribe(sink.id, end: { sink.end($0) }) { replay = delivery.add(sink) }
         }
         guard accepted else {
             onCompletion(.failure(SignalError.shutDown))
@@ -237,8 +239,10 @@ extension DemandSignal {
     func subscribeStream(demand: AnyDemand?, buffering: SubscriptionBuffering) -> SignalSubscription<Value> {
         let buffer = StreamBuffer<Value>(id: core.makeID(), buffering: buffering, delivery: delivery)
         let delivery = delivery
-        let accepted = core.subscribe(buffer.id, demand: demand, end: { buffer.end($0) }) {
-            delivery.add(buffer)
+        let accepted = if let demand {
+            core.subscribe(buffer.id, demand: demand, end: { buffer.end($0) }) { delivery.add(buffer) }
+        } else {
+            core.subscribe(buffer.id, end: { buffer.end($0) }) { delivery.add(buffer) }
         }
         if !accepted { buffer.finish(.failure(SignalError.shutDown)) }
         return SignalSubscription(core: core, buffer: buffer)
@@ -249,7 +253,12 @@ extension DemandSignal {
         let end: SubscriberEnd = { completion in
             if let completion { onCompletion(completion) }
         }
-        guard core.subscribe(id, demand: demand, end: end, register: {}) else {
+        let accepted = if let demand {
+            core.subscribe(id, demand: demand, end: end, register: {})
+        } else {
+            core.subscribe(id, end: end, register: {})
+        }
+        guard accepted else {
             onCompletion(.failure(SignalError.shutDown))
             return SignalToken()
         }
@@ -322,10 +331,15 @@ public final class SignalToken: Sendable {
     public func cancel() {
         guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if observes {
-            core?.endObservation(id, with: nil)
+            endObservation()
         } else {
             core?.cancel(id)
         }
+    }
+
+    @inline(never)
+    private func endObservation() {
+        core?.endObservation(id, with: nil)
     }
 
     deinit {

@@ -43,7 +43,8 @@ final class SignalCore: Sendable {
     /// 3. a subscriber's own lock (``CallbackSink/stash``, ``StreamBuffer/state``), taken under
     ///    the value side's lock to register or replay;
     /// 4. leaves that take no lock of ours: the clock's `now` (read under 1 and 2; a clock
-    ///    must not call back into the signal) and a state observer's `AsyncStream`.
+    ///    must not call back into the signal), the state observers' lock (``StateObservers``)
+    ///    and their `AsyncStream`s.
     ///
     /// No user code runs while any of them is held: subscribers' values and completions, the
     /// hooks, resumed continuations and state observers are all called after unlocking.
@@ -52,6 +53,9 @@ final class SignalCore: Sendable {
     /// Tasks waiting for ``hasPendingTransition`` to clear; woken after every transition that
     /// did something.
     private let settledWaiters = ConditionWaiters()
+    /// The continuations of ``stateChanges()``, told under ``locked`` (their own lock comes
+    /// after it).
+    private let stateObservers = StateObservers()
 
     init(
         configuration: SignalConfiguration,
@@ -77,18 +81,36 @@ final class SignalCore: Sendable {
         SubscriberID(raw: ids.add(1, ordering: .relaxed).newValue)
     }
 
-    /// Counts `id` as a subscriber, with its demand if it has one; `register` runs under the
-    /// lock once it is accepted, so that a failure can never miss it. Returns false (and
-    /// registers nothing) after shutdown.
+    /// Counts `id` as a subscriber; `register` runs under the lock once it is accepted, so
+    /// that a failure can never miss it. Returns false (and registers nothing) after shutdown.
+    @usableFromInline
+    func subscribe(_ id: SubscriberID, end: @escaping SubscriberEnd, register: () -> Void) -> Bool {
+        // Apart from the one with a demand: the count-only hot path passes none, not even nil.
+        admit(id, end: end, register: register) { machine, now in machine.subscribe(id, now: now()) }
+    }
+
+    /// Counts `id` as a subscriber with `demand` (see ``subscribe(_:end:register:)``).
     @usableFromInline
     func subscribe(
         _ id: SubscriberID,
-        demand: AnyDemand? = nil,
+        demand: AnyDemand,
         end: @escaping SubscriberEnd,
         register: () -> Void
     ) -> Bool {
+        admit(id, end: end, register: register) { machine, now in
+            machine.subscribe(id, demand: demand, now: now())
+        }
+    }
+
+    @inline(__always)
+    private func admit(
+        _ id: SubscriberID,
+        end: @escaping SubscriberEnd,
+        register: () -> Void,
+        subscribe: (inout Machine, () -> Duration) -> Machine.Actions?
+    ) -> Bool {
         let steps = locked.withLock { state -> Steps? in
-            guard let actions = state.machine.subscribe(id, demand: demand, now: clock.now()) else { return nil }
+            guard let actions = subscribe(&state.machine, clock.now) else { return nil }
             state.ends[id] = end
             register()
             return resolve(actions, in: &state)
@@ -198,17 +220,17 @@ final class SignalCore: Sendable {
         let accepted = locked.withLock { state -> Bool in
             continuation.yield(state.machine.state)
             guard state.machine.state != .shutDown else { return false }
-            state.stateObservers[key] = continuation
+            stateObservers.insert(continuation, for: key)
             return true
         }
         guard accepted else {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in
-            // The removed continuation is released after the lock is dropped.
-            let removed = self?.locked.withLock { $0.stateObservers.removeValue(forKey: key) }
-            _ = removed
+        // Weakly, and not the core: a weak reference gives its object a side table, which
+        // makes every later retain and release of it slower (the core's are on the hot path).
+        continuation.onTermination = { [weak stateObservers] _ in
+            stateObservers?.remove(key)
         }
         return stream
     }
@@ -259,7 +281,6 @@ final class SignalCore: Sendable {
         var latestClearings = 0
         var timer: (generation: UInt64, task: Task<Void, Never>)?
         var timerDeadline: Duration?
-        var stateObservers: [SubscriberID: AsyncStream<SignalState>.Continuation] = [:]
         var publishedState: SignalState = .idle
         var runningWaiters: [SubscriberID: CheckedContinuation<Void, any Error>] = [:]
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
@@ -280,7 +301,9 @@ final class SignalCore: Sendable {
                             observers: [AsyncStream<SignalState>.Continuation])
     }
 
-    private typealias Steps = ActionList<Step>
+    /// The steps of one transition, in order (empty, allocating nothing, for the common
+    /// subscribe and cancel; see ``LifecycleMachine/Actions``).
+    private typealias Steps = [Step]
 
     private func transition(_ event: (inout Machine, Duration) -> Machine.Actions) {
         let now = clock.now()
@@ -299,23 +322,29 @@ final class SignalCore: Sendable {
     /// observers, and turns the machine's actions into the steps to perform after unlocking, in
     /// the machine's order. (Yielding to a state observer's `AsyncStream` only enqueues; it
     /// never calls back. The value side's lock comes after this one: see ``locked``.)
+    @inline(__always)
     private func resolve(_ actions: Machine.Actions, in state: inout State) -> Steps {
-        var steps = Steps()
-        let machine = state.machine
         // The common subscribe and cancel: nothing to do, nothing to tell.
-        if actions.isEmpty && machine.state == state.publishedState { return steps }
-        if machine.latestClearings != state.latestClearings {
-            state.latestClearings = machine.latestClearings
+        if actions.isEmpty && state.machine.state == state.publishedState { return [] }
+        return resolveTransition(actions, in: &state)
+    }
+
+    private func resolveTransition(_ actions: Machine.Actions, in state: inout State) -> Steps {
+        var steps: Steps = []
+        // The machine is read in place: a copy of it costs more than the rest of a subscribe.
+        let newState = state.machine.state
+        if state.machine.latestClearings != state.latestClearings {
+            state.latestClearings = state.machine.latestClearings
             delivery.clearLatest()
         }
-        if machine.acceptingEpoch != state.acceptingEpoch {
-            state.acceptingEpoch = machine.acceptingEpoch
-            delivery.setAcceptingEpoch(machine.acceptingEpoch)
+        let accepting = state.machine.acceptingEpoch
+        if accepting != state.acceptingEpoch {
+            state.acceptingEpoch = accepting
+            delivery.setAcceptingEpoch(accepting)
         }
-        let newState = machine.state
         if newState != state.publishedState {
             state.publishedState = newState
-            for observer in state.stateObservers.values { observer.yield(newState) }
+            stateObservers.yield(newState)
         }
         for action in actions {
             switch action {
@@ -350,10 +379,8 @@ final class SignalCore: Sendable {
                 state.timerDeadline = deadline
                 steps.append(.armTimer(generation: generation, deadline: deadline))
             case .finishShutdown:
-                steps.append(.finishShutdown(waiters: state.shutdownWaiters,
-                                             observers: Array(state.stateObservers.values)))
+                steps.append(.finishShutdown(waiters: state.shutdownWaiters, observers: stateObservers.removeAll()))
                 state.shutdownWaiters.removeAll()
-                state.stateObservers.removeAll()
             }
         }
         return steps
@@ -436,5 +463,35 @@ final class SignalCore: Sendable {
             return true
         }
         if !keep { task.cancel() }
+    }
+}
+
+/// The continuations of a signal's ``SignalCore/stateChanges()``. Yielding to one only
+/// enqueues; it never calls back, so it is done under the core's lock, in transition order.
+final class StateObservers: Sendable {
+    private let continuations = Lock<[SubscriberID: AsyncStream<SignalState>.Continuation]>([:])
+
+    func insert(_ continuation: AsyncStream<SignalState>.Continuation, for key: SubscriberID) {
+        continuations.withLock { $0[key] = continuation }
+    }
+
+    func remove(_ key: SubscriberID) {
+        // The removed continuation is released after the lock is dropped.
+        let removed = continuations.withLock { $0.removeValue(forKey: key) }
+        _ = removed
+    }
+
+    func yield(_ state: SignalState) {
+        continuations.withLock { continuations in
+            for continuation in continuations.values { continuation.yield(state) }
+        }
+    }
+
+    /// Takes every continuation out, to finish them after unlocking.
+    func removeAll() -> [AsyncStream<SignalState>.Continuation] {
+        continuations.withLock { continuations in
+            defer { continuations.removeAll() }
+            return Array(continuations.values)
+        }
     }
 }

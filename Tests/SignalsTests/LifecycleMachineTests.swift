@@ -439,12 +439,4 @@ struct LifecycleMachineTests {
         #expect(policy.backoff(afterFailures: 10) == nil)
         #expect(RestartPolicy.onNextSubscriber.backoff(afterFailures: 1) == nil)
     }
-
-    @Test func actionListKeepsOrderPastItsInlineCapacity() {
-        var list = ActionList<Int>()
-        #expect(list.isEmpty)
-        for value in 1...7 { list.append(value) }
-        #expect(Array(list) == [1, 2, 3, 4, 5, 6, 7])
-        #expect(list.count == 7)
-    }
 }
