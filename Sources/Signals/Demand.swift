@@ -4,7 +4,8 @@
 /// `combine` must be associative and commutative (the signal combines the live demands in any
 /// order and any grouping, and must get the same aggregate): the shortest interval, the
 /// tightest accuracy, the larger of two rates. It need not be idempotent or invertible: when a
-/// demand leaves, the signal combines the remaining ones afresh.
+/// demand leaves, the signal combines the remaining ones afresh. It and the demand type's `==`
+/// are called under the signal's lock, so they must be pure: no calls into the signal.
 ///
 /// ```swift
 /// // Subscribers say how often they want a value; the most frequent wins.

@@ -47,7 +47,10 @@ final class SignalCore: Sendable {
     ///    and their `AsyncStream`s.
     ///
     /// No user code runs while any of them is held: subscribers' values and completions, the
-    /// hooks, resumed continuations and state observers are all called after unlocking.
+    /// hooks, resumed continuations, state observers and errors' descriptions are all called
+    /// after unlocking. The exceptions are pure functions, which must not call back into the
+    /// signal: the clock's `now`, and a demand policy's `combine` and the demand type's `==`
+    /// (the aggregate is computed under this lock, so that it is exact).
     private let locked: Lock<State>
     private let ids = Atomic<UInt64>(0)
     /// Tasks waiting for ``hasPendingTransition`` to clear; woken after every transition that
@@ -199,19 +202,22 @@ final class SignalCore: Sendable {
 
     var statistics: SignalStatistics {
         let now = clock.now()
-        return locked.withLock { state in
-            let machine = state.machine
-            return SignalStatistics(
-                starts: machine.starts,
-                stops: machine.stops,
-                failures: machine.failures,
-                timeRunning: machine.timeRunning(now: now),
-                timeActive: machine.timeActive(now: now),
-                subscribers: machine.subscribers.count,
-                replans: machine.replans,
-                lastFailure: machine.lastFailure.map { String(describing: $0) }
-            )
+        let (statistics, lastFailure) = locked.withLock { state in
+            (SignalStatistics(
+                starts: state.machine.starts,
+                stops: state.machine.stops,
+                failures: state.machine.failures,
+                timeRunning: state.machine.timeRunning(now: now),
+                timeActive: state.machine.timeActive(now: now),
+                subscribers: state.machine.subscribers.count,
+                replans: state.machine.replans,
+                lastFailure: nil
+            ), state.machine.lastFailure)
         }
+        // Described after unlocking: describing an error runs the error's own code.
+        var described = statistics
+        described.lastFailure = lastFailure.map { String(describing: $0) }
+        return described
     }
 
     func stateChanges() -> AsyncStream<SignalState> {
