@@ -43,6 +43,14 @@ final class Targets<Value: Sendable>: Sendable {
                        timestamped: timestamped + (sink.timestamped ? 1 : 0))
     }
 
+    /// An observer: a live call like a callback subscriber's, never replayed to, never timed.
+    @inlinable
+    func adding(observer id: SubscriberID, call: @escaping @Sendable (Value) -> Void) -> Targets {
+        var calls = calls
+        calls.append(Entry(id: id, call: call))
+        return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
+    }
+
     @inlinable
     func adding(replaying sink: CallbackSink<Value>) -> Targets {
         var replaying = replaying
@@ -124,6 +132,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
         let keepLatest = replay.isEnabled
         let timeLatest = replay.maxAge != nil
         let sent = state.withLock { state -> (Targets<Value>, Duration?)? in
+            // Lock order (see SignalCore.locked): the clock is read under this lock.
             guard state.acceptingEpoch == epoch else { return nil }
             // Reading the clock costs as much as the rest of a delivery: only when needed.
             let at: Duration? = timeLatest || state.targets.timestamped > 0 ? clock.now() : nil
@@ -147,6 +156,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
     /// replay, the sink stashes live values until ``completeReplay(_:replay:)`` has run.
     @inlinable
     func add(_ sink: CallbackSink<Value>) -> Sample<Value>? {
+        // Called under the core's lock; takes the sink's (lock order: see SignalCore.locked).
         state.withLock { state in
             guard let replayed = replayable(state) else {
                 sink.goLive()
@@ -161,6 +171,8 @@ final class Delivery<Value: Sendable>: DeliveryControl {
     /// Registers an async subscriber, with the value to replay already in its buffer.
     @inlinable
     func add(_ buffer: StreamBuffer<Value>) {
+        // Called under the core's lock; takes the buffer's (lock order: see SignalCore.locked).
+        // The buffer is new, so nobody waits on it yet and the push resumes nothing.
         state.withLock { state in
             if let replayed = replayable(state) {
                 buffer.push(replayed.value, at: state.latestAt)
@@ -176,6 +188,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
         sink.deliverReplay(replay)
         while true {
             let pending = state.withLock { state -> [Value] in
+                // Takes the sink's lock under this one (lock order: see SignalCore.locked).
                 let (pending, live) = sink.takeStashOrGoLive()
                 if live { state.targets = state.targets.promoting(sink) }
                 return pending
@@ -183,6 +196,12 @@ final class Delivery<Value: Sendable>: DeliveryControl {
             if pending.isEmpty { return }
             for value in pending { sink.call(value) }
         }
+    }
+
+    /// Registers an observer: it gets the values sent from now on, none replayed.
+    func addObserver(_ id: SubscriberID, call: @escaping @Sendable (Value) -> Void) {
+        // Called under the core's lock (lock order: see SignalCore.locked).
+        state.withLock { $0.targets = $0.targets.adding(observer: id, call: call) }
     }
 
     @inlinable

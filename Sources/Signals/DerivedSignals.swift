@@ -1,55 +1,71 @@
-extension RefCountedSignal {
+extension DemandSignal {
     /// A signal of transformed values that is itself reference-counted: its first subscriber
     /// subscribes this signal (powering the producer on), its last one (after its own linger)
     /// releases it. It keeps its own latest value for replay. It starts when this signal
     /// runs, fails when this signal fails, and shares this signal's clock.
+    ///
+    /// It shares this signal's demand policy too: it subscribes this signal with its own
+    /// aggregate demand, and changes that demand whenever its own aggregate changes, so a
+    /// demand given to a derived signal reaches the producer.
     public func map<T: Sendable>(
         configuration: SignalConfiguration = SignalConfiguration(),
         _ transform: @escaping @Sendable (Value) -> T
-    ) -> RefCountedSignal<T> {
-        derived(configuration: configuration) { value, emitter in emitter.send(transform(value)) }
+    ) -> DemandSignal<T, Demand> {
+        derived(configuration: configuration) { transform($0) }
     }
 
     /// A derived signal of the non-`nil` transformed values (see ``map(configuration:_:)``).
     public func compactMap<T: Sendable>(
         configuration: SignalConfiguration = SignalConfiguration(),
         _ transform: @escaping @Sendable (Value) -> T?
-    ) -> RefCountedSignal<T> {
-        derived(configuration: configuration) { value, emitter in
-            if let mapped = transform(value) { emitter.send(mapped) }
-        }
+    ) -> DemandSignal<T, Demand> {
+        derived(configuration: configuration, transform)
     }
 
     /// A derived signal of the values that pass `isIncluded` (see ``map(configuration:_:)``).
     public func filter(
         configuration: SignalConfiguration = SignalConfiguration(),
         _ isIncluded: @escaping @Sendable (Value) -> Bool
-    ) -> RefCountedSignal<Value> {
-        derived(configuration: configuration) { value, emitter in
-            if isIncluded(value) { emitter.send(value) }
-        }
+    ) -> DemandSignal<Value, Demand> {
+        derived(configuration: configuration) { isIncluded($0) ? $0 : nil }
     }
 
+    /// A derived signal of the non-`nil` results of `transform`.
     private func derived<T: Sendable>(
         configuration: SignalConfiguration,
-        forward: @escaping @Sendable (Value, SignalEmitter<T>) -> Void
-    ) -> RefCountedSignal<T> {
-        // One upstream subscription per run of the derived signal; start and stop never
-        // overlap, so one slot suffices.
+        _ transform: @escaping @Sendable (Value) -> T?
+    ) -> DemandSignal<T, Demand> {
+        // One upstream subscription per run of the derived signal; start, re-plan and stop
+        // never overlap, so one slot suffices.
         let upstream = Lock<SignalToken?>(nil)
-        return RefCountedSignal<T>(
+        return DemandSignal<T, Demand>(
             configuration: configuration,
             signalClock: core.clock,
-            start: { [self] emitter in
+            policy: policy,
+            start: { [self] emitter, demand in
                 let (token, id) = subscribeCallback(
-                    call: { value in forward(value, emitter) },
+                    demand: demand.map(AnyDemand.init),
+                    call: { value in
+                        if let transformed = transform(value) { emitter.send(transformed) }
+                    },
                     callSample: nil,
                     onCompletion: { completion in
                         if case let .failure(error) = completion { emitter.fail(error) }
                     }
                 )
-                upstream.withLock { $0 = token }
+                // Start and stop alternate, so the slot is empty; whatever it held is released
+                // after unlocking all the same (a token's release cancels it).
+                let previous = upstream.withLock { slot -> SignalToken? in
+                    defer { slot = token }
+                    return slot
+                }
+                previous?.cancel()
                 try await core.waitUntilRunning(id)
+            },
+            replan: { [core] demand in
+                // The derived signal's aggregate changed: so does its demand on this signal.
+                guard let token = upstream.withLock({ $0 }) else { return }
+                core.setDemand(token.id, to: demand.map(AnyDemand.init))
             },
             stop: {
                 let token = upstream.withLock { token -> SignalToken? in
@@ -57,6 +73,11 @@ extension RefCountedSignal {
                     return token
                 }
                 token?.cancel()
+            },
+            observeUpstream: { [self] onValue, onCompletion in
+                observe(onValue: { value in
+                    if let transformed = transform(value) { onValue(transformed) }
+                }, onCompletion: onCompletion)
             }
         )
     }

@@ -139,6 +139,9 @@ public struct SignalStatistics: Sendable {
     public var timeActive: Duration
     /// Current subscriptions and holds.
     public var subscribers: Int
+    /// Re-plan hook invocations: how often the producer was told that the aggregate demand
+    /// changed while it ran (always zero for a signal without a demand policy).
+    public var replans: Int
     /// A description of the most recent failure, if any.
     public var lastFailure: String?
 }

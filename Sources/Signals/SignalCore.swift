@@ -19,30 +19,62 @@ typealias SubscriberEnd = @Sendable (SignalCompletion?) -> Void
 
 /// The lifecycle half of a ``RefCountedSignal``: the state machine under a lock, the hooks,
 /// the timer, the state observers and the subscribers' completions. It knows nothing of the
-/// value type, so none of it pays for generic code that the client cannot specialise.
+/// value type or the demand type (it holds demands as ``AnyDemand``), so none of it pays for
+/// generic code that the client cannot specialise.
 @usableFromInline
 final class SignalCore: Sendable {
+    typealias Machine = LifecycleMachine<AnyDemand>
+
+
     @usableFromInline let clock: SignalClock
     private let delivery: any DeliveryControl
-    /// Runs the producer's start for a run (the epoch); it is handed this core rather than
-    /// holding it, so that the core does not keep itself alive.
-    private let startHook: @Sendable (SignalCore, UInt64) async throws -> Void
+    /// Runs the producer's start for a run (the epoch) with the aggregate demand; it is handed
+    /// this core rather than holding it, so that the core does not keep itself alive.
+    private let startHook: @Sendable (SignalCore, UInt64, AnyDemand?) async throws -> Void
+    private let replanHook: @Sendable (AnyDemand?) async -> Void
     private let stopHook: @Sendable () async -> Void
+    /// The lifecycle's state, under the signal's first lock.
+    ///
+    /// **Lock order** (written here once; every place where locks nest refers to it). A thread
+    /// holding one of these locks takes only locks further down the list:
+    /// 1. this lock (the lifecycle: the machine, the subscribers' ends, waiters, the timer);
+    /// 2. the value side's lock, ``Delivery/state`` (the latest value and who values go to),
+    ///    taken under this one to register a subscriber and to mirror a transition;
+    /// 3. a subscriber's own lock (``CallbackSink/stash``, ``StreamBuffer/state``), taken under
+    ///    the value side's lock to register or replay;
+    /// 4. leaves that take no lock of ours: the clock's `now` (read under 1 and 2; a clock
+    ///    must not call back into the signal), the state observers' lock (``StateObservers``)
+    ///    and their `AsyncStream`s.
+    ///
+    /// No user code runs while any of them is held: subscribers' values and completions, the
+    /// hooks, resumed continuations, state observers and errors' descriptions are all called
+    /// after unlocking. The exceptions are pure functions, which must not call back into the
+    /// signal: the clock's `now`, and a demand policy's `combine` and the demand type's `==`
+    /// (the aggregate is computed under this lock, so that it is exact).
     private let locked: Lock<State>
     private let ids = Atomic<UInt64>(0)
+    /// Tasks waiting for ``hasPendingTransition`` to clear; woken after every transition that
+    /// did something.
+    private let settledWaiters = ConditionWaiters()
+    /// The continuations of ``stateChanges()``, told under ``locked`` (their own lock comes
+    /// after it).
+    private let stateObservers = StateObservers()
 
     init(
         configuration: SignalConfiguration,
         clock: SignalClock,
         delivery: any DeliveryControl,
-        start: @escaping @Sendable (SignalCore, UInt64) async throws -> Void,
+        combine: (@Sendable (AnyDemand, AnyDemand) -> AnyDemand)?,
+        start: @escaping @Sendable (SignalCore, UInt64, AnyDemand?) async throws -> Void,
+        replan: @escaping @Sendable (AnyDemand?) async -> Void,
         stop: @escaping @Sendable () async -> Void
     ) {
         self.clock = clock
         self.delivery = delivery
         startHook = start
+        replanHook = replan
         stopHook = stop
-        locked = Lock(State(machine: LifecycleMachine(configuration: configuration)))
+        locked = Lock(State(machine: Machine(configuration: configuration, combine: combine)))
     }
 
     // MARK: - Subscribers
@@ -56,29 +88,77 @@ final class SignalCore: Sendable {
     /// that a failure can never miss it. Returns false (and registers nothing) after shutdown.
     @usableFromInline
     func subscribe(_ id: SubscriberID, end: @escaping SubscriberEnd, register: () -> Void) -> Bool {
-        let outcome = locked.withLock { state -> Work?? in
-            guard let effects = state.machine.subscribe(id, now: clock.now()) else { return .none }
+        // Apart from the one with a demand: the count-only hot path passes none, not even nil.
+        admit(id, end: end, register: register) { machine, now in machine.subscribe(id, now: now()) }
+    }
+
+    /// Counts `id` as a subscriber with `demand` (see ``subscribe(_:end:register:)``).
+    @usableFromInline
+    func subscribe(
+        _ id: SubscriberID,
+        demand: AnyDemand,
+        end: @escaping SubscriberEnd,
+        register: () -> Void
+    ) -> Bool {
+        admit(id, end: end, register: register) { machine, now in
+            machine.subscribe(id, demand: demand, now: now())
+        }
+    }
+
+    @inline(__always)
+    private func admit(
+        _ id: SubscriberID,
+        end: @escaping SubscriberEnd,
+        register: () -> Void,
+        subscribe: (inout Machine, () -> Duration) -> Machine.Actions?
+    ) -> Bool {
+        let steps = locked.withLock { state -> Steps? in
+            guard let actions = subscribe(&state.machine, clock.now) else { return nil }
             state.ends[id] = end
             register()
-            return .some(collect(&state, effects))
+            return resolve(actions, in: &state)
         }
-        guard case let .some(work) = outcome else { return false }
-        if let work { perform(work) }
+        guard let steps else { return false }
+        if !steps.isEmpty { performThenWake(steps) }
         return true
     }
 
     /// Ends `id`'s subscription: it stops counting at once and its finisher is told.
     @usableFromInline
     func cancel(_ id: SubscriberID) {
-        let (end, waiter, work) = locked.withLock { state in
-            let effects = state.machine.cancel(id, now: clock.now())
+        let (end, waiter, steps) = locked.withLock { state in
+            let actions = state.machine.cancel(id, now: clock.now())
             let end = state.ends.removeValue(forKey: id)
             let waiter = state.runningWaiters.isEmpty ? nil : state.runningWaiters.removeValue(forKey: id)
-            return (end, waiter, collect(&state, effects))
+            return (end, waiter, resolve(actions, in: &state))
         }
         end?(nil)
         waiter?.resume(throwing: CancellationError())
-        if let work { perform(work) }
+        if !steps.isEmpty { performThenWake(steps) }
+    }
+
+    /// Registers the observation `id`, which the lifecycle does not count; `register` runs
+    /// under the lock once it is accepted, so that a shutdown can never miss it. Returns false
+    /// (and registers nothing) once the signal shuts down.
+    func observe(_ id: SubscriberID, end: @escaping SubscriberEnd, register: () -> Void) -> Bool {
+        locked.withLock { state in
+            guard !state.machine.shutdownRequested else { return false }
+            state.observations[id] = end
+            register()
+            return true
+        }
+    }
+
+    /// Ends the observation `id` (once): `completion` is `nil` after its own cancel.
+    func endObservation(_ id: SubscriberID, with completion: SignalCompletion?) {
+        let end = locked.withLock { $0.observations.removeValue(forKey: id) }
+        end?(completion)
+    }
+
+    /// Changes the demand of `id`'s subscription, if it is still live.
+    @usableFromInline
+    func setDemand(_ id: SubscriberID, to demand: AnyDemand?) {
+        transition { machine, _ in machine.setDemand(id, to: demand) }
     }
 
     func producerFailed(epoch: UInt64, error: any Error) {
@@ -115,20 +195,29 @@ final class SignalCore: Sendable {
         locked.withLock { $0.machine.subscribers.count }
     }
 
+    /// The aggregate demand of the live subscriptions.
+    var demand: AnyDemand? {
+        locked.withLock { $0.machine.aggregate }
+    }
+
     var statistics: SignalStatistics {
         let now = clock.now()
-        return locked.withLock { state in
-            let machine = state.machine
-            return SignalStatistics(
-                starts: machine.starts,
-                stops: machine.stops,
-                failures: machine.failures,
-                timeRunning: machine.timeRunning(now: now),
-                timeActive: machine.timeActive(now: now),
-                subscribers: machine.subscribers.count,
-                lastFailure: machine.lastFailure.map { String(describing: $0) }
-            )
+        let (statistics, lastFailure) = locked.withLock { state in
+            (SignalStatistics(
+                starts: state.machine.starts,
+                stops: state.machine.stops,
+                failures: state.machine.failures,
+                timeRunning: state.machine.timeRunning(now: now),
+                timeActive: state.machine.timeActive(now: now),
+                subscribers: state.machine.subscribers.count,
+                replans: state.machine.replans,
+                lastFailure: nil
+            ), state.machine.lastFailure)
         }
+        // Described after unlocking: describing an error runs the error's own code.
+        var described = statistics
+        described.lastFailure = lastFailure.map { String(describing: $0) }
+        return described
     }
 
     func stateChanges() -> AsyncStream<SignalState> {
@@ -137,146 +226,224 @@ final class SignalCore: Sendable {
         let accepted = locked.withLock { state -> Bool in
             continuation.yield(state.machine.state)
             guard state.machine.state != .shutDown else { return false }
-            state.stateObservers[key] = continuation
+            stateObservers.insert(continuation, for: key)
             return true
         }
         guard accepted else {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in
-            // The removed continuation is released after the lock is dropped.
-            let removed = self?.locked.withLock { $0.stateObservers.removeValue(forKey: key) }
-            _ = removed
+        // Weakly, and not the core: a weak reference gives its object a side table, which
+        // makes every later retain and release of it slower (the core's are on the hot path).
+        continuation.onTermination = { [weak stateObservers] _ in
+            stateObservers?.remove(key)
         }
         return stream
     }
 
     /// Whether a transition is still due: a hook is in progress, or an armed timer's deadline
     /// has passed but it has not acted yet. Tests wait for this to clear before checking.
-    var hasPendingTransition: Bool {
+    package var hasPendingTransition: Bool {
         let now = clock.now()
         return locked.withLock { state in
             switch state.machine.state {
             case .starting, .stopping: return true
-            default: return state.machine.timerArmed && (state.timerDeadline ?? .zero) <= now
+            default:
+                return state.machine.replanning != nil
+                    || state.machine.timerArmed && (state.timerDeadline ?? .zero) <= now
             }
+        }
+    }
+
+    /// Suspends until no transition is due (``hasPendingTransition`` is false), or until the
+    /// task is cancelled.
+    package func waitUntilSettled() async {
+        while hasPendingTransition && !Task.isCancelled {
+            await settledWaiters.wait { !self.hasPendingTransition }
         }
     }
 
     func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = clock.now()
-            let work = locked.withLock { state -> Work? in
+            let steps = locked.withLock { state -> Steps in
                 state.shutdownWaiters.append(continuation)
-                return collect(&state, state.machine.shutdown(now: now))
+                return resolve(state.machine.shutdown(now: now), in: &state)
             }
-            if let work { perform(work) }
+            performThenWake(steps)
         }
     }
 
-    // MARK: - Transitions and their effects
+    // MARK: - Transitions and their actions
 
     private struct State {
-        var machine: LifecycleMachine
+        var machine: Machine
         var ends: [SubscriberID: SubscriberEnd] = [:]
+        /// The ends of the observations, which the machine does not count.
+        var observations: [SubscriberID: SubscriberEnd] = [:]
+        /// What the value side was last told (it mirrors the machine's accepting run and how
+        /// often the latest value was cleared).
         var acceptingEpoch: UInt64?
+        var latestClearings = 0
         var timer: (generation: UInt64, task: Task<Void, Never>)?
         var timerDeadline: Duration?
-        var stateObservers: [SubscriberID: AsyncStream<SignalState>.Continuation] = [:]
         var publishedState: SignalState = .idle
         var runningWaiters: [SubscriberID: CheckedContinuation<Void, any Error>] = [:]
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// What to do after unlocking.
-    private struct Work {
-        var failure: (any Error)?
-        var failed: [SubscriberEnd] = []
-        var runningWaiters: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
-        var start: UInt64?
-        var stop: UInt64?
-        var timer: (generation: UInt64, deadline: Duration)?
-        var cancelledTimer: Task<Void, Never>?
-        var finishedObservers: [AsyncStream<SignalState>.Continuation] = []
-        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+    /// A machine action made ready to perform after unlocking: it carries what it needs from
+    /// the locked state (taken out of it, so no later transition can take the same again).
+    private enum Step: Sendable {
+        case fail(ends: [SubscriberEnd], waiters: [CheckedContinuation<Void, any Error>], error: any Error)
+        case endObservations([SubscriberEnd])
+        case resume([CheckedContinuation<Void, any Error>])
+        case cancelTimer(Task<Void, Never>)
+        case start(epoch: UInt64, demand: AnyDemand?)
+        case replan(epoch: UInt64, demand: AnyDemand?)
+        case stop(epoch: UInt64)
+        case armTimer(generation: UInt64, deadline: Duration)
+        case finishShutdown(waiters: [CheckedContinuation<Void, Never>],
+                            observers: [AsyncStream<SignalState>.Continuation])
     }
 
-    private func transition(_ event: (inout LifecycleMachine, Duration) -> LifecycleMachine.Effects) {
+    /// The steps of one transition, in order (empty, allocating nothing, for the common
+    /// subscribe and cancel; see ``LifecycleMachine/Actions``).
+    private typealias Steps = [Step]
+
+    private func transition(_ event: (inout Machine, Duration) -> Machine.Actions) {
         let now = clock.now()
-        let work = locked.withLock { state in collect(&state, event(&state.machine, now)) }
-        if let work { perform(work) }
+        let steps = locked.withLock { state in resolve(event(&state.machine, now), in: &state) }
+        // Hooks and timers end here even when they change nothing visible (a stale timer, a
+        // start nobody waits for): wake whoever waits for the signal to settle either way.
+        performThenWake(steps)
     }
 
-    /// Applies a transition's bookkeeping under the lock and returns what must be done after
-    /// unlocking (`nil`: nothing). State observers are told here, in transition order
-    /// (yielding to an `AsyncStream` only enqueues; it never calls back).
-    private func collect(_ state: inout State, _ effects: LifecycleMachine.Effects) -> Work? {
-        if effects.isEmpty && state.machine.state == state.publishedState { return nil }
-        var work = Work()
-        work.start = effects.start
-        work.stop = effects.stop
-        work.timer = effects.timer
-        if let armed = effects.timer { state.timerDeadline = armed.deadline }
-        if effects.clearLatest { delivery.clearLatest() }
+    private func performThenWake(_ steps: Steps) {
+        perform(steps)
+        settledWaiters.resumeAll()
+    }
+
+    /// Under the lock, after a transition: mirrors it onto the value side and the state
+    /// observers, and turns the machine's actions into the steps to perform after unlocking, in
+    /// the machine's order. (Yielding to a state observer's `AsyncStream` only enqueues; it
+    /// never calls back. The value side's lock comes after this one: see ``locked``.)
+    @inline(__always)
+    private func resolve(_ actions: Machine.Actions, in state: inout State) -> Steps {
+        // The common subscribe and cancel: nothing to do, nothing to tell.
+        if actions.isEmpty && state.machine.state == state.publishedState { return [] }
+        return resolveTransition(actions, in: &state)
+    }
+
+    private func resolveTransition(_ actions: Machine.Actions, in state: inout State) -> Steps {
+        var steps: Steps = []
+        // The machine is read in place: a copy of it costs more than the rest of a subscribe.
+        let newState = state.machine.state
+        if state.machine.latestClearings != state.latestClearings {
+            state.latestClearings = state.machine.latestClearings
+            delivery.clearLatest()
+        }
         let accepting = state.machine.acceptingEpoch
         if accepting != state.acceptingEpoch {
             state.acceptingEpoch = accepting
             delivery.setAcceptingEpoch(accepting)
         }
-        if let failure = effects.failure, !effects.failedSubscribers.isEmpty {
-            work.failure = failure
-            for id in effects.failedSubscribers {
-                if let end = state.ends.removeValue(forKey: id) { work.failed.append(end) }
-                if let waiter = state.runningWaiters.removeValue(forKey: id) {
-                    work.runningWaiters.append((waiter, .failure(failure)))
-                }
-            }
-        }
-        if effects.becameRunning {
-            for waiter in state.runningWaiters.values { work.runningWaiters.append((waiter, .success(()))) }
-            state.runningWaiters.removeAll()
-        }
-        if let current = state.timer, effects.timerCancelled || effects.timer != nil,
-           current.generation != state.machine.timerGeneration || !state.machine.timerArmed {
-            work.cancelledTimer = current.task
-            state.timer = nil
-        }
-        let newState = state.machine.state
         if newState != state.publishedState {
             state.publishedState = newState
-            for observer in state.stateObservers.values { observer.yield(newState) }
+            stateObservers.yield(newState)
         }
-        if effects.shutdownFinished {
-            work.shutdownWaiters = state.shutdownWaiters
-            state.shutdownWaiters.removeAll()
-            work.finishedObservers = Array(state.stateObservers.values)
-            state.stateObservers.removeAll()
+        for action in actions {
+            switch action {
+            case let .fail(ids, error):
+                var ends: [SubscriberEnd] = []
+                var waiters: [CheckedContinuation<Void, any Error>] = []
+                for id in ids {
+                    if let end = state.ends.removeValue(forKey: id) { ends.append(end) }
+                    if let waiter = state.runningWaiters.removeValue(forKey: id) { waiters.append(waiter) }
+                }
+                steps.append(.fail(ends: ends, waiters: waiters, error: error))
+            case .endObservations:
+                if !state.observations.isEmpty {
+                    steps.append(.endObservations(Array(state.observations.values)))
+                    state.observations.removeAll()
+                }
+            case .resumeRunningWaiters:
+                if !state.runningWaiters.isEmpty {
+                    steps.append(.resume(Array(state.runningWaiters.values)))
+                    state.runningWaiters.removeAll()
+                }
+            case .cancelTimer:
+                if let task = takeStaleTimer(&state) { steps.append(.cancelTimer(task)) }
+            case let .start(epoch, demand):
+                steps.append(.start(epoch: epoch, demand: demand))
+            case let .replan(epoch, demand):
+                steps.append(.replan(epoch: epoch, demand: demand))
+            case let .stop(epoch):
+                steps.append(.stop(epoch: epoch))
+            case let .armTimer(generation, deadline):
+                if let task = takeStaleTimer(&state) { steps.append(.cancelTimer(task)) }
+                state.timerDeadline = deadline
+                steps.append(.armTimer(generation: generation, deadline: deadline))
+            case .finishShutdown:
+                steps.append(.finishShutdown(waiters: state.shutdownWaiters, observers: stateObservers.removeAll()))
+                state.shutdownWaiters.removeAll()
+            }
         }
-        return work
+        return steps
     }
 
-    private func perform(_ work: Work) {
-        if let failure = work.failure {
-            for end in work.failed { end(.failure(failure)) }
-        }
-        for (waiter, result) in work.runningWaiters { waiter.resume(with: result) }
-        work.cancelledTimer?.cancel()
-        if let epoch = work.start { runStart(epoch: epoch) }
-        if let epoch = work.stop { runStop(epoch: epoch) }
-        if let (generation, deadline) = work.timer { armTimer(generation: generation, deadline: deadline) }
-        for observer in work.finishedObservers { observer.finish() }
-        for waiter in work.shutdownWaiters { waiter.resume() }
+    /// The timer task kept for a timer the machine no longer has armed, taken out to cancel.
+    private func takeStaleTimer(_ state: inout State) -> Task<Void, Never>? {
+        guard let current = state.timer,
+              current.generation != state.machine.timerGeneration || !state.machine.timerArmed
+        else { return nil }
+        state.timer = nil
+        return current.task
     }
 
-    private func runStart(epoch: UInt64) {
+    /// Performs the steps of one transition, in order, with no lock held.
+    private func perform(_ steps: Steps) {
+        for step in steps {
+            switch step {
+            case let .fail(ends, waiters, error):
+                for end in ends { end(.failure(error)) }
+                for waiter in waiters { waiter.resume(throwing: error) }
+            case let .endObservations(ends):
+                for end in ends { end(.failure(SignalError.shutDown)) }
+            case let .resume(waiters):
+                for waiter in waiters { waiter.resume() }
+            case let .cancelTimer(task):
+                task.cancel()
+            case let .start(epoch, demand):
+                runStart(epoch: epoch, demand: demand)
+            case let .replan(epoch, demand):
+                runReplan(epoch: epoch, demand: demand)
+            case let .stop(epoch):
+                runStop(epoch: epoch)
+            case let .armTimer(generation, deadline):
+                armTimer(generation: generation, deadline: deadline)
+            case let .finishShutdown(waiters, observers):
+                for observer in observers { observer.finish() }
+                for waiter in waiters { waiter.resume() }
+            }
+        }
+    }
+
+    private func runStart(epoch: UInt64, demand: AnyDemand?) {
         Task { [self] in
             do {
-                try await startHook(self, epoch)
+                try await startHook(self, epoch, demand)
                 transition { $0.startSucceeded(epoch: epoch, now: $1) }
             } catch {
                 transition { $0.startFailed(epoch: epoch, error: error, now: $1) }
             }
+        }
+    }
+
+    private func runReplan(epoch: UInt64, demand: AnyDemand?) {
+        Task { [self] in
+            await replanHook(demand)
+            transition { machine, _ in machine.replanFinished(epoch: epoch) }
         }
     }
 
@@ -302,5 +469,35 @@ final class SignalCore: Sendable {
             return true
         }
         if !keep { task.cancel() }
+    }
+}
+
+/// The continuations of a signal's ``SignalCore/stateChanges()``. Yielding to one only
+/// enqueues; it never calls back, so it is done under the core's lock, in transition order.
+final class StateObservers: Sendable {
+    private let continuations = Lock<[SubscriberID: AsyncStream<SignalState>.Continuation]>([:])
+
+    func insert(_ continuation: AsyncStream<SignalState>.Continuation, for key: SubscriberID) {
+        continuations.withLock { $0[key] = continuation }
+    }
+
+    func remove(_ key: SubscriberID) {
+        // The removed continuation is released after the lock is dropped.
+        let removed = continuations.withLock { $0.removeValue(forKey: key) }
+        _ = removed
+    }
+
+    func yield(_ state: SignalState) {
+        continuations.withLock { continuations in
+            for continuation in continuations.values { continuation.yield(state) }
+        }
+    }
+
+    /// Takes every continuation out, to finish them after unlocking.
+    func removeAll() -> [AsyncStream<SignalState>.Continuation] {
+        continuations.withLock { continuations in
+            defer { continuations.removeAll() }
+            return Array(continuations.values)
+        }
     }
 }

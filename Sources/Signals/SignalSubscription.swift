@@ -7,8 +7,8 @@ public final class SignalSubscription<Value: Sendable>: AsyncSequence, Sendable 
     public typealias Element = Value
     public typealias Failure = any Error
 
-    private let core: SignalCore
-    private let buffer: StreamBuffer<Value>
+    @usableFromInline let core: SignalCore
+    @usableFromInline let buffer: StreamBuffer<Value>
     private let cancelled = Atomic<Bool>(false)
 
     @usableFromInline
@@ -76,7 +76,7 @@ public final class SignalSubscription<Value: Sendable>: AsyncSequence, Sendable 
     }
 }
 
-extension RefCountedSignal: AsyncSequence {
+extension DemandSignal: AsyncSequence {
     public typealias Element = Value
     public typealias Failure = any Error
 

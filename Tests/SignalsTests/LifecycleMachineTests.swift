@@ -1,7 +1,67 @@
 @testable import Signals
 import Testing
 
-/// The lifecycle as a plain value: every transition checked without threads or clocks.
+/// The machine the tests drive: its demands are numbers (a test picks how they combine).
+typealias Machine = LifecycleMachine<Int>
+
+/// An action as a test compares it: errors by their description.
+enum Did: Equatable, CustomStringConvertible {
+    case fail([SubscriberID], String)
+    case endObservations
+    case resumeRunningWaiters
+    case cancelTimer
+    case start(epoch: UInt64, demand: Int?)
+    case replan(epoch: UInt64, demand: Int?)
+    case stop(epoch: UInt64)
+    case armTimer(generation: UInt64, deadline: Duration)
+    case finishShutdown
+
+    /// A start with no demand (every start of a machine whose subscribers carry none).
+    static func start(epoch: UInt64) -> Did { .start(epoch: epoch, demand: nil) }
+
+    init(_ action: Machine.Action) {
+        switch action {
+        case let .fail(ids, error): self = .fail(ids, String(describing: error))
+        case .endObservations: self = .endObservations
+        case .resumeRunningWaiters: self = .resumeRunningWaiters
+        case .cancelTimer: self = .cancelTimer
+        case let .start(epoch, demand): self = .start(epoch: epoch, demand: demand)
+        case let .replan(epoch, demand): self = .replan(epoch: epoch, demand: demand)
+        case let .stop(epoch): self = .stop(epoch: epoch)
+        case let .armTimer(generation, deadline): self = .armTimer(generation: generation, deadline: deadline)
+        case .finishShutdown: self = .finishShutdown
+        }
+    }
+
+    var description: String {
+        switch self {
+        case let .fail(ids, error): "fail \(ids.map(\.raw)) with \(error)"
+        case .endObservations: "end observations"
+        case .resumeRunningWaiters: "resume running waiters"
+        case .cancelTimer: "cancel timer"
+        case let .start(epoch, demand): "start \(epoch) for \(demand.map(String.init) ?? "no demand")"
+        case let .replan(epoch, demand): "re-plan \(epoch) for \(demand.map(String.init) ?? "no demand")"
+        case let .stop(epoch): "stop \(epoch)"
+        case let .armTimer(generation, deadline): "arm timer \(generation) at \(deadline)"
+        case .finishShutdown: "finish shutdown"
+        }
+    }
+}
+
+func did(_ actions: Machine.Actions) -> [Did] {
+    actions.map(Did.init)
+}
+
+/// The timer an event armed, if it armed one.
+func armedTimer(_ actions: Machine.Actions) -> (generation: UInt64, deadline: Duration)? {
+    for action in actions {
+        if case let .armTimer(generation, deadline) = action { return (generation, deadline) }
+    }
+    return nil
+}
+
+/// The lifecycle as a plain value: every transition checked without threads or clocks, with
+/// the whole ordered list of actions each event returns.
 @Suite("Lifecycle state machine")
 struct LifecycleMachineTests {
     let a = SubscriberID(raw: 1)
@@ -18,8 +78,8 @@ struct LifecycleMachineTests {
         minimumOffTime: Duration = .zero,
         restart: RestartPolicy = .onNextSubscriber,
         clearOnFailure: Bool = false
-    ) -> LifecycleMachine {
-        LifecycleMachine(configuration: SignalConfiguration(
+    ) -> Machine {
+        Machine(configuration: SignalConfiguration(
             linger: linger,
             minimumOffTime: minimumOffTime,
             replay: .latest(clearOnFailure: clearOnFailure),
@@ -27,41 +87,47 @@ struct LifecycleMachineTests {
         ))
     }
 
+    let failure7 = String(describing: TestFailure(code: 7))
+
     @Test func firstSubscriberStartsAndLastStopsAfterLinger() throws {
         var m = machine(linger: .seconds(5))
-        let subscribed = try unwrap(m.subscribe(a, now: .zero))
-        #expect(subscribed.start == 1)
+        #expect(did(try unwrap(m.subscribe(a, now: .zero))) == [.start(epoch: 1)])
         #expect(m.state == .starting)
 
-        let started = m.startSucceeded(epoch: 1, now: .seconds(1))
-        #expect(started.becameRunning)
+        #expect(did(m.startSucceeded(epoch: 1, now: .seconds(1))) == [.resumeRunningWaiters])
         #expect(m.state == .running)
 
         let left = m.cancel(a, now: .seconds(2))
-        let timer = try #require(left.timer)
-        #expect(timer.deadline == .seconds(7))
-        #expect(left.stop == nil)
+        let timer = try #require(armedTimer(left))
+        #expect(did(left) == [.armTimer(generation: timer.generation, deadline: .seconds(7))])
         #expect(m.state == .lingering)
 
-        let fired = m.timerFired(generation: timer.generation, now: .seconds(7))
-        #expect(fired.stop == 1)
+        #expect(did(m.timerFired(generation: timer.generation, now: .seconds(7))) == [.stop(epoch: 1)])
         #expect(m.state == .stopping)
 
-        _ = m.stopFinished(epoch: 1, now: .seconds(8))
+        #expect(did(m.stopFinished(epoch: 1, now: .seconds(8))).isEmpty)
         #expect(m.state == .idle)
         #expect(m.starts == 1 && m.stops == 1)
         #expect(m.timeRunning(now: .seconds(100)) == .seconds(6), "from the start to the stop, linger included")
         #expect(m.timeActive(now: .seconds(100)) == .seconds(8))
     }
 
+    @Test func subscribeAndCancelWhileRunningAskForNothing() throws {
+        var m = machine()
+        _ = m.subscribe(a, now: .zero)
+        _ = m.startSucceeded(epoch: 1, now: .zero)
+        #expect(try unwrap(m.subscribe(b, now: .zero)).isEmpty)
+        #expect(m.cancel(b, now: .zero).isEmpty)
+        #expect(m.state == .running)
+    }
+
     @Test func restartsAfterStopWithANewEpoch() throws {
         var m = machine()
         _ = m.subscribe(a, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
-        #expect(m.cancel(a, now: .zero).stop == 1)
+        #expect(did(m.cancel(a, now: .zero)) == [.stop(epoch: 1)])
         _ = m.stopFinished(epoch: 1, now: .zero)
-        let again = try unwrap(m.subscribe(b, now: .seconds(1)))
-        #expect(again.start == 2)
+        #expect(did(try unwrap(m.subscribe(b, now: .seconds(1)))) == [.start(epoch: 2)])
         #expect(m.acceptsValues(from: 2))
         #expect(!m.acceptsValues(from: 1))
     }
@@ -70,15 +136,12 @@ struct LifecycleMachineTests {
         var m = machine(linger: .seconds(5))
         _ = m.subscribe(a, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
-        let timer = try unwrap(m.cancel(a, now: .seconds(1)).timer)
+        let timer = try unwrap(armedTimer(m.cancel(a, now: .seconds(1))))
 
-        let back = try unwrap(m.subscribe(b, now: .seconds(3)))
-        #expect(back.timerCancelled)
-        #expect(back.start == nil)
+        #expect(did(try unwrap(m.subscribe(b, now: .seconds(3)))) == [.cancelTimer])
         #expect(m.state == .running)
 
-        let stale = m.timerFired(generation: timer.generation, now: .seconds(6))
-        #expect(stale.stop == nil)
+        #expect(did(m.timerFired(generation: timer.generation, now: .seconds(6))).isEmpty)
         #expect(m.state == .running)
     }
 
@@ -86,42 +149,38 @@ struct LifecycleMachineTests {
         var m = machine(linger: .seconds(5))
         _ = m.subscribe(a, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
-        let first = try unwrap(m.cancel(a, now: .seconds(1)).timer)
+        let first = try unwrap(armedTimer(m.cancel(a, now: .seconds(1))))
         _ = m.subscribe(b, now: .seconds(2))
-        let second = try unwrap(m.cancel(b, now: .seconds(4)).timer)
+        let second = try unwrap(armedTimer(m.cancel(b, now: .seconds(4))))
         #expect(second.deadline == .seconds(9))
 
-        #expect(m.timerFired(generation: first.generation, now: .seconds(6)).stop == nil,
+        #expect(did(m.timerFired(generation: first.generation, now: .seconds(6))).isEmpty,
                 "the first linger's timer belongs to a linger that was cancelled")
         #expect(m.state == .lingering)
-        #expect(m.timerFired(generation: second.generation, now: .seconds(9)).stop == 1)
+        #expect(did(m.timerFired(generation: second.generation, now: .seconds(9))) == [.stop(epoch: 1)])
     }
 
     @Test func subscriberArrivingWhileStoppingWaitsThenStartsAgain() throws {
         var m = machine()
         _ = m.subscribe(a, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
-        #expect(m.cancel(a, now: .zero).stop == 1)
+        #expect(did(m.cancel(a, now: .zero)) == [.stop(epoch: 1)])
 
-        let waiting = try unwrap(m.subscribe(b, now: .seconds(1)))
-        #expect(waiting.start == nil, "no start may overlap the stop")
+        #expect(try unwrap(m.subscribe(b, now: .seconds(1))).isEmpty, "no start may overlap the stop")
         #expect(m.state == .stopping)
 
-        let finished = m.stopFinished(epoch: 1, now: .seconds(2))
-        #expect(finished.start == 2)
+        #expect(did(m.stopFinished(epoch: 1, now: .seconds(2))) == [.start(epoch: 2)])
         #expect(m.state == .starting)
     }
 
     @Test func cancelDuringStartLetsTheStartFinishThenStops() throws {
         var m = machine()
         _ = m.subscribe(a, now: .zero)
-        let cancelled = m.cancel(a, now: .zero)
-        #expect(cancelled.stop == nil, "the start in progress finishes first")
+        #expect(m.cancel(a, now: .zero).isEmpty, "the start in progress finishes first")
         #expect(m.state == .starting)
 
-        let started = m.startSucceeded(epoch: 1, now: .seconds(1))
-        #expect(started.stop == 1)
-        #expect(!started.becameRunning)
+        #expect(did(m.startSucceeded(epoch: 1, now: .seconds(1))) == [.stop(epoch: 1)],
+                "nobody waits for the run, so nobody is resumed")
     }
 
     @Test func cancelDuringStartWithLingerLingers() throws {
@@ -129,7 +188,8 @@ struct LifecycleMachineTests {
         _ = m.subscribe(a, now: .zero)
         _ = m.cancel(a, now: .zero)
         let started = m.startSucceeded(epoch: 1, now: .seconds(1))
-        #expect(started.timer?.deadline == .seconds(6))
+        let timer = try #require(armedTimer(started))
+        #expect(did(started) == [.armTimer(generation: timer.generation, deadline: .seconds(6))])
         #expect(m.state == .lingering)
     }
 
@@ -138,29 +198,28 @@ struct LifecycleMachineTests {
         _ = m.subscribe(a, now: .zero)
         _ = m.subscribe(b, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
-        #expect(m.cancel(a, now: .zero).stop == nil)
-        #expect(m.cancel(a, now: .zero).stop == nil, "a second cancel of the same token counts nothing")
+        #expect(m.cancel(a, now: .zero).isEmpty)
+        #expect(m.cancel(a, now: .zero).isEmpty, "a second cancel of the same token counts nothing")
         #expect(m.subscribers == [b])
-        #expect(m.cancel(c, now: .zero).stop == nil, "an unknown token counts nothing")
-        #expect(m.cancel(b, now: .zero).stop == 1)
+        #expect(m.cancel(c, now: .zero).isEmpty, "an unknown token counts nothing")
+        #expect(did(m.cancel(b, now: .zero)) == [.stop(epoch: 1)])
     }
 
-    @Test func failedStartFailsEveryWaiterAndCleansUp() throws {
+    @Test func failedStartFailsEveryWaiterThenCleansUp() throws {
         var m = machine()
         _ = m.subscribe(a, now: .zero)
         _ = m.subscribe(b, now: .zero)
         let failed = m.startFailed(epoch: 1, error: TestFailure(code: 7), now: .seconds(1))
-        #expect(failed.failedSubscribers == [a, b])
-        #expect((failed.failure as? TestFailure) == TestFailure(code: 7))
-        #expect(failed.stop == 1, "the stop hook undoes a partial start")
+        #expect(did(failed) == [.fail([a, b], failure7), .stop(epoch: 1)],
+                "the waiters hear first, then the stop hook undoes a partial start")
         #expect(m.subscribers.isEmpty)
 
-        _ = m.stopFinished(epoch: 1, now: .seconds(2))
+        #expect(did(m.stopFinished(epoch: 1, now: .seconds(2))).isEmpty)
         #expect(m.state == .failed)
         #expect(m.failures == 1)
 
-        let next = try unwrap(m.subscribe(c, now: .seconds(3)))
-        #expect(next.start == 2, "the next subscriber starts afresh")
+        #expect(did(try unwrap(m.subscribe(c, now: .seconds(3)))) == [.start(epoch: 2)],
+                "the next subscriber starts afresh")
     }
 
     @Test func subscriberArrivingDuringCleanUpOfAFailedStartStartsAgain() throws {
@@ -168,30 +227,30 @@ struct LifecycleMachineTests {
         _ = m.subscribe(a, now: .zero)
         _ = m.startFailed(epoch: 1, error: TestFailure(code: 1), now: .zero)
         _ = m.subscribe(b, now: .zero)
-        let finished = m.stopFinished(epoch: 1, now: .seconds(1))
-        #expect(finished.start == 2)
+        #expect(did(m.stopFinished(epoch: 1, now: .seconds(1))) == [.start(epoch: 2)])
     }
 
     @Test func retryPolicyKeepsSubscribersWaitingWithBackOff() throws {
         var m = machine(restart: .retry(maxAttempts: 3, initialDelay: .seconds(1), multiplier: 2))
         _ = m.subscribe(a, now: .zero)
 
-        let first = m.startFailed(epoch: 1, error: TestFailure(code: 1), now: .zero)
-        #expect(first.failedSubscribers.isEmpty)
-        let backOff1 = try unwrap(m.stopFinished(epoch: 1, now: .zero).timer)
-        #expect(backOff1.deadline == .seconds(1))
+        #expect(did(m.startFailed(epoch: 1, error: TestFailure(code: 1), now: .zero)) == [.stop(epoch: 1)],
+                "nobody is failed while the policy retries")
+        let stopped1 = m.stopFinished(epoch: 1, now: .zero)
+        let backOff1 = try unwrap(armedTimer(stopped1))
+        #expect(did(stopped1) == [.armTimer(generation: backOff1.generation, deadline: .seconds(1))])
         #expect(m.state == .failed)
 
-        #expect(m.timerFired(generation: backOff1.generation, now: .seconds(1)).start == 2)
+        #expect(did(m.timerFired(generation: backOff1.generation, now: .seconds(1))) == [.start(epoch: 2)])
         _ = m.startFailed(epoch: 2, error: TestFailure(code: 2), now: .seconds(1))
-        let backOff2 = try unwrap(m.stopFinished(epoch: 2, now: .seconds(1)).timer)
+        let backOff2 = try unwrap(armedTimer(m.stopFinished(epoch: 2, now: .seconds(1))))
         #expect(backOff2.deadline == .seconds(3))
 
-        #expect(m.timerFired(generation: backOff2.generation, now: .seconds(3)).start == 3)
+        #expect(did(m.timerFired(generation: backOff2.generation, now: .seconds(3))) == [.start(epoch: 3)])
         let last = m.startFailed(epoch: 3, error: TestFailure(code: 3), now: .seconds(3))
-        #expect(last.failedSubscribers == [a], "after the last attempt every waiter gets the error")
-        #expect((last.failure as? TestFailure)?.code == 3)
-        #expect(m.stopFinished(epoch: 3, now: .seconds(3)).timer == nil)
+        #expect(did(last) == [.fail([a], String(describing: TestFailure(code: 3))), .stop(epoch: 3)],
+                "after the last attempt every waiter gets the error")
+        #expect(did(m.stopFinished(epoch: 3, now: .seconds(3))).isEmpty)
         #expect(m.state == .failed)
     }
 
@@ -199,9 +258,9 @@ struct LifecycleMachineTests {
         var m = machine(restart: .retry(maxAttempts: 5, initialDelay: .seconds(1)))
         _ = m.subscribe(a, now: .zero)
         _ = m.startFailed(epoch: 1, error: TestFailure(code: 1), now: .zero)
-        let backOff = try unwrap(m.stopFinished(epoch: 1, now: .zero).timer)
-        #expect(m.cancel(a, now: .zero).timerCancelled)
-        #expect(m.timerFired(generation: backOff.generation, now: .seconds(1)).start == nil)
+        let backOff = try unwrap(armedTimer(m.stopFinished(epoch: 1, now: .zero)))
+        #expect(did(m.cancel(a, now: .zero)) == [.cancelTimer])
+        #expect(did(m.timerFired(generation: backOff.generation, now: .seconds(1))).isEmpty)
         #expect(m.state == .failed)
     }
 
@@ -209,9 +268,9 @@ struct LifecycleMachineTests {
         var m = machine(restart: .retry(maxAttempts: 2, initialDelay: .seconds(1)))
         _ = m.subscribe(a, now: .zero)
         _ = m.startFailed(epoch: 1, error: TestFailure(code: 1), now: .zero)
-        let backOff = try unwrap(m.stopFinished(epoch: 1, now: .zero).timer)
+        let backOff = try unwrap(armedTimer(m.stopFinished(epoch: 1, now: .zero)))
         _ = m.timerFired(generation: backOff.generation, now: .seconds(1))
-        _ = m.startSucceeded(epoch: 2, now: .seconds(1))
+        #expect(did(m.startSucceeded(epoch: 2, now: .seconds(1))) == [.resumeRunningWaiters])
         #expect(m.failedStartsInARow == 0)
         #expect(m.state == .running)
     }
@@ -224,12 +283,11 @@ struct LifecycleMachineTests {
         _ = m.stopFinished(epoch: 1, now: .seconds(2))
 
         let early = try unwrap(m.subscribe(b, now: .seconds(3)))
-        #expect(early.start == nil)
-        let timer = try #require(early.timer)
-        #expect(timer.deadline == .seconds(12))
+        let timer = try #require(armedTimer(early))
+        #expect(did(early) == [.armTimer(generation: timer.generation, deadline: .seconds(12))])
         #expect(m.state == .waitingToStart)
 
-        #expect(m.timerFired(generation: timer.generation, now: .seconds(12)).start == 2)
+        #expect(did(m.timerFired(generation: timer.generation, now: .seconds(12))) == [.start(epoch: 2)])
     }
 
     @Test func leavingWhileWaitingForMinimumOffTimeReturnsToIdle() throws {
@@ -239,8 +297,18 @@ struct LifecycleMachineTests {
         _ = m.cancel(a, now: .zero)
         _ = m.stopFinished(epoch: 1, now: .zero)
         _ = m.subscribe(b, now: .seconds(1))
-        #expect(m.cancel(b, now: .seconds(2)).timerCancelled)
+        #expect(did(m.cancel(b, now: .seconds(2))) == [.cancelTimer])
         #expect(m.state == .idle)
+    }
+
+    @Test func producerFailureWhileLingeringFailsNobodyCancelsTheTimerAndStops() throws {
+        var m = machine(linger: .seconds(5))
+        _ = m.subscribe(a, now: .zero)
+        _ = m.startSucceeded(epoch: 1, now: .zero)
+        _ = m.cancel(a, now: .zero)
+        #expect(did(m.producerFailed(epoch: 1, error: TestFailure(code: 7), now: .seconds(1)))
+                == [.cancelTimer, .stop(epoch: 1)])
+        #expect(m.state == .stopping)
     }
 
     @Test func producerFailureFailsEveryoneAndStops() throws {
@@ -248,32 +316,42 @@ struct LifecycleMachineTests {
         _ = m.subscribe(a, now: .zero)
         _ = m.subscribe(b, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
-        let failed = m.producerFailed(epoch: 1, error: TestFailure(code: 9), now: .seconds(1))
-        #expect(failed.failedSubscribers == [a, b])
-        #expect(failed.stop == 1)
-        #expect(failed.clearLatest)
+        #expect(m.latestClearings == 0)
+        let failed = m.producerFailed(epoch: 1, error: TestFailure(code: 7), now: .seconds(1))
+        #expect(did(failed) == [.fail([a, b], failure7), .stop(epoch: 1)])
+        #expect(m.latestClearings == 1, "replay says clear on failure")
         _ = m.stopFinished(epoch: 1, now: .seconds(1))
         #expect(m.state == .failed)
-        #expect(m.producerFailed(epoch: 1, error: TestFailure(code: 9), now: .seconds(2)).stop == nil,
+        #expect(did(m.producerFailed(epoch: 1, error: TestFailure(code: 9), now: .seconds(2))).isEmpty,
                 "a stale failure report does nothing")
+        #expect(m.latestClearings == 1)
+    }
+
+    @Test func failureKeepsTheLatestValueUnlessReplaySaysClear() throws {
+        var m = machine()
+        _ = m.subscribe(a, now: .zero)
+        _ = m.startFailed(epoch: 1, error: TestFailure(code: 1), now: .zero)
+        #expect(m.latestClearings == 0)
+        var clearing = machine(clearOnFailure: true)
+        _ = clearing.subscribe(a, now: .zero)
+        _ = clearing.startFailed(epoch: 1, error: TestFailure(code: 1), now: .zero)
+        #expect(clearing.latestClearings == 1)
     }
 
     @Test func producerFailureDuringStartWaitsForTheStartToReturn() throws {
         var m = machine()
         _ = m.subscribe(a, now: .zero)
-        let early = m.producerFailed(epoch: 1, error: TestFailure(code: 4), now: .zero)
-        #expect(early.stop == nil, "the stop never overlaps the start")
-        let started = m.startSucceeded(epoch: 1, now: .seconds(1))
-        #expect(started.failedSubscribers == [a])
-        #expect(started.stop == 1)
+        #expect(did(m.producerFailed(epoch: 1, error: TestFailure(code: 7), now: .zero)).isEmpty,
+                "the stop never overlaps the start")
+        #expect(did(m.startSucceeded(epoch: 1, now: .seconds(1))) == [.fail([a], failure7), .stop(epoch: 1)])
     }
 
     @Test func staleHookCompletionsAreIgnored() throws {
         var m = machine()
         _ = m.subscribe(a, now: .zero)
-        #expect(m.startSucceeded(epoch: 99, now: .zero).becameRunning == false)
+        #expect(did(m.startSucceeded(epoch: 99, now: .zero)).isEmpty)
         #expect(m.state == .starting)
-        #expect(m.stopFinished(epoch: 1, now: .zero).start == nil)
+        #expect(did(m.stopFinished(epoch: 1, now: .zero)).isEmpty)
         #expect(m.state == .starting)
     }
 
@@ -301,32 +379,59 @@ struct LifecycleMachineTests {
             break
         }
         #expect(m.state == target)
-        let effects = m.shutdown(now: .seconds(10))
-        #expect((effects.stop != nil) == stops)
+        let shutDown = String(describing: SignalError.shutDown)
+        let expected: [Did] = switch target {
+        case .idle: [.endObservations, .finishShutdown]
+        case .running: [.fail([a], shutDown), .endObservations, .stop(epoch: 1)]
+        case .lingering: [.endObservations, .cancelTimer, .stop(epoch: 1)]
+        case .starting: [.fail([a], shutDown), .endObservations]
+        default: [.endObservations]
+        }
+        let actions = did(m.shutdown(now: .seconds(10)))
+        #expect(actions == expected)
+        #expect(actions.contains(.stop(epoch: 1)) == stops)
         #expect(m.subscribe(b, now: .seconds(10)) == nil, "no subscriber is taken after shutdown")
         switch target {
         case .idle:
-            #expect(effects.shutdownFinished)
+            break
         case .starting:
-            #expect(m.startSucceeded(epoch: 1, now: .seconds(11)).stop == 1)
-            #expect(m.stopFinished(epoch: 1, now: .seconds(12)).shutdownFinished)
+            #expect(did(m.startSucceeded(epoch: 1, now: .seconds(11))) == [.stop(epoch: 1)])
+            #expect(did(m.stopFinished(epoch: 1, now: .seconds(12))) == [.finishShutdown])
         default:
-            #expect(m.stopFinished(epoch: 1, now: .seconds(12)).shutdownFinished)
+            #expect(did(m.stopFinished(epoch: 1, now: .seconds(12))) == [.finishShutdown])
         }
         #expect(m.state == .shutDown)
+        #expect(did(m.shutdown(now: .seconds(13))) == [.finishShutdown], "a second shutdown waits for nothing")
     }
 
-    @Test func shutdownFailsSubscribersWithShutDown() throws {
+    @Test func shutdownWhileAStopRunsFinishesOnlyWhenItEnds() throws {
         var m = machine()
         _ = m.subscribe(a, now: .zero)
         _ = m.startSucceeded(epoch: 1, now: .zero)
-        let effects = m.shutdown(now: .zero)
-        #expect(effects.failedSubscribers == [a])
-        #expect((effects.failure as? SignalError) == .shutDown)
+        _ = m.cancel(a, now: .zero)
+        #expect(did(m.shutdown(now: .zero)) == [.endObservations])
+        #expect(did(m.shutdown(now: .zero)).isEmpty, "asked again, it still waits for the stop")
+        #expect(did(m.stopFinished(epoch: 1, now: .zero)) == [.finishShutdown])
+    }
+
+    @Test func shutdownFailsSubscribersWithShutDownBeforeItStops() throws {
+        var m = machine(minimumOffTime: .seconds(10))
+        _ = m.subscribe(a, now: .zero)
+        _ = m.startSucceeded(epoch: 1, now: .zero)
+        _ = m.cancel(a, now: .zero)
+        _ = m.stopFinished(epoch: 1, now: .zero)
+        _ = m.subscribe(b, now: .seconds(1))
+        #expect(m.state == .waitingToStart)
+        #expect(did(m.shutdown(now: .seconds(2)))
+                == [.fail([b], String(describing: SignalError.shutDown)), .endObservations, .cancelTimer,
+                    .finishShutdown],
+                "the subscribers hear first, then the observers, the timer goes, then the shutdown is over")
     }
 
     @Test func backOffGrowsAndIsCapped() {
-        let policy = RestartPolicy.retry(maxAttempts: 10, initialDelay: .seconds(1), multiplier: 3, maxDelay: .seconds(20))
+        let policy = RestartPolicy.retry(
+            maxAttempts: 10, initialDelay: .seconds(1), multiplier: 3, maxDelay: .seconds(20)
+        )
         #expect(policy.backoff(afterFailures: 1) == .seconds(1))
         #expect(policy.backoff(afterFailures: 2) == .seconds(3))
         #expect(policy.backoff(afterFailures: 3) == .seconds(9))

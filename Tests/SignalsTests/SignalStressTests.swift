@@ -117,9 +117,7 @@ struct SignalStressTests {
     }
 
     static func settle(_ signal: RefCountedSignal<Int>) async {
-        for await _ in signal.stateChanges() where !signal.hasPendingTransition {
-            return
-        }
+        await signal.waitUntilSettled()
     }
 }
 
