@@ -7,7 +7,7 @@
 #   x86_64   swift build -c release --static-swift-stdlib -Xswiftc -static-executable, here
 #   aarch64  the same through a Swift static Linux SDK (musl), when `swift sdk list` shows one
 # Output: .build/static/gnss-hat-ARCH (stripped) and gnss-hat-ARCH.unstripped beside it (a hard
-# link to the linker's output, with symbols, for profiles). Size goal: under 12 MB.
+# link to the linker's output, with symbols, for profiles). Size limit: 15 MiB (see below).
 # Code layout: every function gets a section of its own (-function-sections) and lld places the
 # functions `gnss-hat serve` runs, listed in scripts/static/gnss-hat.order, together at the start of
 # the text (--symbol-ordering-file), instead of scattered over its 6.5 MB, each pulling its page
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:-$(uname -m)}
 scratch=${GNSSHAT_STATIC_SCRATCH:-.build/static}
-limit=$((12 * 1024 * 1024))
+limit=$((15 * 1024 * 1024))
 start=$SECONDS
 say() { printf 'build-static: %s\n' "$*"; }
 die() { printf 'build-static: %s\n' "$*" >&2; exit 1; }
@@ -131,8 +131,11 @@ size=$(stat -c %s "$out")
 say "$(file -b "$out" | cut -d, -f1-2)"
 say "unstripped $((unstripped / 1024)) KiB, stripped $((size / 1024)) KiB ($(awk -v s="$size" 'BEGIN { printf "%.2f", s / 1048576 }') MiB) -> $out"
 say "built in $((SECONDS - start)) s"
-# About 9.5 MiB: the Swift runtime, glibc, libgpiod, libi2c and our code. Nothing shipped imports
-# Foundation or FoundationEssentials (they added 6 MiB); going over the goal fails the build.
+# About 13.8 MiB: 9.5 for the Swift runtime, glibc, libgpiod, libi2c and our code, 4.3 for the fleet
+# path (libmosquitto 0.1, OpenSSL 3's libssl and libcrypto 4.2: its default provider registers every
+# algorithm in tables, so --gc-sections cannot drop the unused ones). mqtts:// needs TLS, so the
+# limit is 15 MiB instead of the 12 MB goal without MQTT. Nothing shipped imports Foundation or
+# FoundationEssentials (they added 6 MiB); going over the limit fails the build.
 if [ "$size" -ge "$limit" ]; then
-    die "stripped size $size bytes is over the 12 MB goal (did a shipped module import Foundation?)"
+    die "stripped size $size bytes is over the 15 MiB limit (did a shipped module import Foundation?)"
 fi
