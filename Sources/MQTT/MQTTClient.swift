@@ -366,13 +366,17 @@ final class ClientCore: @unchecked Sendable {
 
     // MARK: Callbacks (on the network thread, inside mosquitto_loop)
 
+    // The reports of a callback are yielded from the callback itself, not after `mosquitto_loop`
+    // returns: one call can handle several packets (a CONNACK, then the SUBACK and the retained
+    // messages that follow it), and the user must see the connection before what came over it.
+
     func connected(code: CInt) {
         if code == 0 {
-            let subscriptions = state.withLock { state in
+            let (reports, subscriptions) = state.withLock { state in
                 state.connected = true
-                state.pendingActions += state.policy.connected(now: now)
-                return state.subscriptions
+                return (queueingAllButReports(state.policy.connected(now: now), in: &state), state.subscriptions)
             }
+            for report in reports { continuation.yield(.connection(report)) }
             for subscription in subscriptions {
                 do {
                     try sendSubscription(subscription.filter, qos: subscription.qos)
@@ -382,17 +386,31 @@ final class ClientCore: @unchecked Sendable {
             }
         } else {
             let error = MQTTError.connectionRefused(code, version: configuration.protocolVersion)
-            state.withLock { $0.pendingActions += $0.policy.refused(error, now: now) }
+            let reports = state.withLock { queueingAllButReports($0.policy.refused(error, now: now), in: &$0) }
+            for report in reports { continuation.yield(.connection(report)) }
         }
     }
 
     func disconnected(code: CInt) {
-        state.withLock { state in
+        let reports = state.withLock { state -> [ReconnectPolicy.Report] in
             state.connected = false
-            guard !state.stopRequested else { return }
+            guard !state.stopRequested else { return [] }
             let error = code == 0 ? nil : MQTTError(call: "mosquitto_loop", mosquittoCode: code)
-            state.pendingActions += state.policy.connectionLost(error, now: now)
+            return queueingAllButReports(state.policy.connectionLost(error, now: now), in: &state)
         }
+        for report in reports { continuation.yield(.connection(report)) }
+    }
+
+    /// Queues the actions the network thread performs after `mosquitto_loop` returns (timers,
+    /// connects) and returns the reports, to be yielded at once (after unlocking).
+    private func queueingAllButReports(
+        _ actions: [ReconnectPolicy.Action], in state: inout State
+    ) -> [ReconnectPolicy.Report] {
+        var reports: [ReconnectPolicy.Report] = []
+        for action in actions {
+            if case let .report(report) = action { reports.append(report) } else { state.pendingActions.append(action) }
+        }
+        return reports
     }
 
     func published(mid: CInt, reason: CInt) {
