@@ -261,7 +261,7 @@ struct BridgeMachine: Sendable {
                 + "fixes are kept in the journal; next attempt in \(seconds(retryIn))")]
         case let .refused(attempt, error, retryIn):
             let hint = error.isAuthorisationFailure ? " (check the user in the URL and --mqtt-password-file)" : ""
-            return [.log(.notice, "\(broker) refused the connection (attempt \(attempt)): \(error)\(hint)\(detail); "
+            return [.log(.notice, "\(broker), attempt \(attempt): \(error)\(hint)\(detail); "
                 + "next attempt in \(seconds(retryIn))")]
         case let .connectionLost(error, after, retryIn):
             connected = false
