@@ -116,7 +116,10 @@ struct BridgeMachine: Sendable {
         case beginClaim(Claim, ConsumerDemand, generation: UInt64)
         case updateClaim(Claim, ConsumerDemand)
         case endClaim(Claim)
+        /// Fire `timer` after `delay` from now (on its clock).
         case arm(BridgeTimer, generation: UInt64, delay: Duration)
+        /// Fire `timer` when the receiver's clock reaches `deadline` (at once if it has).
+        case armAt(BridgeTimer, generation: UInt64, deadline: Duration)
         case log(BridgeLogLevel, String)
         /// The stop is complete: disconnect and end.
         case finished
@@ -213,9 +216,9 @@ struct BridgeMachine: Sendable {
         // interval after this one began (never before now).
         if claims[.standing] != nil, fix.hasPosition, let every = settings.every, let since = standingSince {
             actions += endClaim(.standing)
-            let delay = max(since + every - now, .zero)
-            actions.append(.log(.detail, "standing demand met; the next fix is due in \(seconds(delay))"))
-            actions += arm(.standing, delay: delay)
+            let due = since + every
+            actions.append(.log(.detail, "standing demand met; the next fix is due in \(seconds(max(due - now, .zero)))"))
+            actions += arm(.standing, at: due)
         }
         return actions
     }
@@ -458,10 +461,18 @@ struct BridgeMachine: Sendable {
     }
 
     private mutating func arm(_ timer: BridgeTimer, delay: Duration) -> [Action] {
+        [.arm(timer, generation: nextGeneration(of: timer), delay: delay)]
+    }
+
+    private mutating func arm(_ timer: BridgeTimer, at deadline: Duration) -> [Action] {
+        [.armAt(timer, generation: nextGeneration(of: timer), deadline: deadline)]
+    }
+
+    private mutating func nextGeneration(of timer: BridgeTimer) -> UInt64 {
         let generation = (timerGenerations[timer] ?? 0) + 1
         timerGenerations[timer] = generation
         armed.insert(timer)
-        return [.arm(timer, generation: generation, delay: delay)]
+        return generation
     }
 
     private func seconds(_ duration: Duration) -> String {

@@ -48,7 +48,7 @@ public final class MQTTBridge: Sendable {
     private let inbox: AsyncStream<BridgeMachine.Event>.Continuation
     private let shared: Lock<Shared>
     private let waiters = ConditionWaiters()
-    /// The receiver clock's time (an offset from the bridge's creation) and its sleep.
+    /// The receiver clock's time (an offset from the bridge's creation), and a sleep until such a time.
     private let now: @Sendable () -> Duration
     private let sleep: @Sendable (Duration) async throws -> Void
 
@@ -84,7 +84,7 @@ public final class MQTTBridge: Sendable {
         shared = Lock(Shared(statistics: statistics, stream: stream, journal: JournalHandle(journal)))
         let reference = clock.now
         now = { reference.duration(to: clock.now) }
-        sleep = { try await clock.sleep(for: $0) }
+        sleep = { try await clock.sleep(until: reference.advanced(by: $0), tolerance: nil) }
     }
 
     deinit {
@@ -134,7 +134,10 @@ public final class MQTTBridge: Sendable {
     /// Suspends until the statistics satisfy `condition` (checked now and after every event), or
     /// the calling task is cancelled.
     public func waitForStatistics(_ condition: @escaping @Sendable (MQTTBridgeStatistics) -> Bool) async {
-        await waiters.wait { condition(statistics) }
+        // A resume says "something changed", not "it holds": ask again until it does.
+        while !condition(statistics) && !Task.isCancelled {
+            await waiters.wait { condition(statistics) }
+        }
     }
 
     // MARK: - The bridge's task
@@ -214,14 +217,33 @@ public final class MQTTBridge: Sendable {
         configuration.log(level, line)
     }
 
-    fileprivate func arm(_ timer: BridgeTimer, generation: UInt64, delay: Duration) -> Task<Void, Never> {
-        let sleep = timer.onReceiverClock ? self.sleep : { try await ContinuousClock().sleep(for: $0) }
+    /// When a timer armed now fires: `delay` from now on its clock. Taken when armed, not when the
+    /// timer's task first runs (a manual clock may have moved by then).
+    fileprivate func deadline(_ timer: BridgeTimer, after delay: Duration) -> TimerDeadline {
+        timer.onReceiverClock ? .receiverClock(now() + delay) : .continuous(ContinuousClock.now + delay)
+    }
+
+    fileprivate func arm(_ timer: BridgeTimer, generation: UInt64, deadline: TimerDeadline) -> Task<Void, Never> {
+        let wait: @Sendable () async throws -> Void
+        switch deadline {
+        case let .receiverClock(offset):
+            let sleep = sleep
+            wait = { try await sleep(offset) }
+        case let .continuous(instant):
+            wait = { try await ContinuousClock().sleep(until: instant, tolerance: nil) }
+        }
         let now = now
         return Task { [weak self] in
-            do { try await sleep(delay) } catch { return }
+            do { try await wait() } catch { return }
             self?.post(.timerFired(timer, generation: generation, now: now()))
         }
     }
+}
+
+/// A timer's deadline: an offset on the receiver's clock, or an instant of the continuous clock.
+private enum TimerDeadline {
+    case receiverClock(Duration)
+    case continuous(ContinuousClock.Instant)
 }
 
 /// The journal, handed from the bridge's init to its task (one owner at a time).
@@ -332,7 +354,10 @@ private struct RunLoop {
             claims.removeValue(forKey: claim)?.cancel()
         case let .arm(timer, generation, delay):
             timers[timer]?.cancel()
-            timers[timer] = bridge.arm(timer, generation: generation, delay: delay)
+            timers[timer] = bridge.arm(timer, generation: generation, deadline: bridge.deadline(timer, after: delay))
+        case let .armAt(timer, generation, deadline):
+            timers[timer]?.cancel()
+            timers[timer] = bridge.arm(timer, generation: generation, deadline: .receiverClock(deadline))
         case let .log(level, line):
             bridge.log(level, line)
         case .finished:

@@ -230,12 +230,12 @@ import Testing
         #expect(!bridge.handle(.fix(fix(second: 1, position: false), now: .seconds(30))).contains(.endClaim(.standing)))
         let met = bridge.handle(.fix(fix(second: 2), now: .seconds(40)))
         #expect(met.contains(.endClaim(.standing)))
-        #expect(met.contains(.arm(.standing, generation: 1, delay: .seconds(570))))
+        #expect(met.contains(.armAt(.standing, generation: 1, deadline: .seconds(610))))
         #expect(bridge.handle(.timerFired(.standing, generation: 1, now: .seconds(610))).contains(
             .beginClaim(.standing, ConsumerDemand(interval: 600), generation: 2)))
-        // A fix that took longer than the interval: the next claim is due at once.
+        // A fix that took longer than the interval: the next claim is due already (fires at once).
         let late = bridge.handle(.fix(fix(second: 3), now: .seconds(1300)))
-        #expect(late.contains(.arm(.standing, generation: 2, delay: .zero)))
+        #expect(late.contains(.armAt(.standing, generation: 2, deadline: .seconds(1210))))
     }
 
     @Test func aReceiverFailureClaimsAgainAfterABackOffThatResetsOncePowered() {
