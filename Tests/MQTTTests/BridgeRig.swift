@@ -155,6 +155,42 @@ final class BridgeRig: Sendable {
     }
 }
 
+/// `mosquitto_sub -v` on `filters` (retained messages first), once it is subscribed: a retained
+/// marker of its own has come back through it.
+func watch(_ broker: TestBroker, _ filters: [String]) async throws -> Daemon {
+    let marker = "test/allowed/marker/\(UUID().uuidString)"
+    try runTool("/usr/bin/mosquitto_pub", package: "mosquitto-clients",
+                ["-h", "127.0.0.1", "-p", "\(broker.port)", "-u", brokerUser, "-P", brokerPassword, "-q", "1",
+                 "-r", "-t", marker, "-m", "ready"])
+    let watcher = try Daemon("mosquitto_sub",
+                             executable: TestPaths.tool("/usr/bin/mosquitto_sub", package: "mosquitto-clients"),
+                             ["-h", "127.0.0.1", "-p", "\(broker.port)", "-u", brokerUser, "-P", brokerPassword,
+                              "-v", "-q", "1"] + (filters + [marker]).flatMap { ["-t", $0] })
+    try await watcher.line(containing: marker + " ready")
+    return watcher
+}
+
+/// The payload of the first line of `watcher` on exactly `topic` that `match` accepts.
+func payload(_ watcher: Daemon, _ topic: String, where match: @escaping (String) -> Bool = { _ in true })
+    async throws -> String
+{
+    let line = try await watcher.line("a message on \(topic)") {
+        $0.hasPrefix(topic + " ") && match(String($0.dropFirst(topic.count + 1)))
+    }
+    return String(line.dropFirst(topic.count + 1))
+}
+
+/// The lines of `watcher` that are messages on `topics`.
+func messages(_ watcher: Daemon, on topics: [String]) -> [String] {
+    watcher.output.filter { line in topics.contains { line.hasPrefix($0 + " ") } }
+}
+
+/// The journal's pending records in `state`/mqtt, as another process would open it (and close it
+/// again before returning: the journal is locked while open).
+func journalPending(in state: URL) throws -> [JournalRecord] {
+    try Journal(directory: state.appendingPathComponent("mqtt").path).pending
+}
+
 /// A count other threads add to, and tasks wait for.
 final class Counter: Sendable {
     private let count = Lock(0)

@@ -12,36 +12,6 @@ import TestSupport
 /// MQTTBridge on a simulated receiver (a manual clock: simulated minutes pass in moments) and a real
 /// Mosquitto broker, with mosquitto_sub and paho-mqtt as consumers and subscribers.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct BridgeTests {
-    /// `mosquitto_sub -v` on `filters` (retained messages first), once it is subscribed: a retained
-    /// marker of its own has come back through it.
-    func watch(_ broker: TestBroker, _ filters: [String]) async throws -> Daemon {
-        let marker = "test/allowed/marker/\(UUID().uuidString)"
-        try runTool("/usr/bin/mosquitto_pub", package: "mosquitto-clients",
-                    ["-h", "127.0.0.1", "-p", "\(broker.port)", "-u", brokerUser, "-P", brokerPassword, "-q", "1",
-                     "-r", "-t", marker, "-m", "ready"])
-        let watcher = try Daemon("mosquitto_sub",
-                                 executable: TestPaths.tool("/usr/bin/mosquitto_sub", package: "mosquitto-clients"),
-                                 ["-h", "127.0.0.1", "-p", "\(broker.port)", "-u", brokerUser, "-P", brokerPassword,
-                                  "-v", "-q", "1"] + (filters + [marker]).flatMap { ["-t", $0] })
-        try await watcher.line(containing: marker + " ready")
-        return watcher
-    }
-
-    /// The payload of the first line of `watcher` on exactly `topic` that `match` accepts.
-    func payload(_ watcher: Daemon, _ topic: String, where match: @escaping (String) -> Bool = { _ in true })
-        async throws -> String
-    {
-        let line = try await watcher.line("a message on \(topic)") {
-            $0.hasPrefix(topic + " ") && match(String($0.dropFirst(topic.count + 1)))
-        }
-        return String(line.dropFirst(topic.count + 1))
-    }
-
-    /// The lines of `watcher` that are messages on `topics`.
-    func messages(_ watcher: Daemon, on topics: [String]) -> [String] {
-        watcher.output.filter { line in topics.contains { line.hasPrefix($0 + " ") } }
-    }
-
     @Test func fixesTheReceiverMakesForALocalWatcherArriveOnEveryTopicWithEveryField() async throws {
         let broker = try TestBroker()
         let rig = try BridgeRig(broker: broker)
@@ -247,7 +217,7 @@ import TestSupport
         _ = try? await first.driver.run { await receiver.shutdown() }
         await first.hat.shutdown()
         // What the first bridge left, as a second process would open it (and close it again).
-        let pending = try Self.pendingRecords(in: state)
+        let pending = try journalPending(in: state)
         #expect(pending.count == kept)
 
         try broker.start()
@@ -265,14 +235,12 @@ import TestSupport
         // The second bridge powered nothing: the journal was all it sent.
         #expect(second.receiver.powerState == .off && second.bridge.statistics.fixes == 0)
         await second.shutdown()
-        #expect(try Self.pendingRecords(in: state).isEmpty)
+        #expect(try journalPending(in: state).isEmpty)
         try? FileManager.default.removeItem(at: state)
         watcher.stop()
     }
 
-    static func pendingRecords(in state: URL) throws -> [JournalRecord] {
-        try Journal(directory: state.appendingPathComponent("mqtt").path).pending
-    }
+
 
     @Test func theStandingDemandPowersTheReceiverForOneFixEveryInterval() async throws {
         let broker = try TestBroker()
