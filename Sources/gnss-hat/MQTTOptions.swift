@@ -6,8 +6,7 @@ import MQTT
 enum MQTTOptions {
     /// The options `serve` takes for the bridge.
     static let specs: [OptionSpec] = [
-        .value("mqtt", "mqtt://[USER@]HOST[:PORT]",
-               "publish to an MQTT broker (mqtts:// for TLS); consumers' presence there powers the receiver"),
+        .value("mqtt", "URL", "publish to the MQTT broker mqtt://[USER@]HOST[:PORT] (mqtts:// for TLS)"),
         .value("mqtt-password-file", "FILE", "the broker password: the first line of FILE (never on the command line)"),
         .value("mqtt-ca", "FILE", "PEM certificate authorities for mqtts:// (default: the system's)"),
         .value("mqtt-device", "NAME", "the device name in topics (default: the host name)"),
@@ -19,7 +18,8 @@ enum MQTTOptions {
     static let details = """
         --mqtt publishes to a broker: gnss-hat/DEVICE/status, /power, /tpv, /sky, owntracks/USER/DEVICE and
         Home Assistant discovery; a consumer's retained gnss-hat/DEVICE/demand/NAME ({} or {"interval":600})
-        powers the receiver until it is cleared or its will clears it. Fixes are kept in DIR/mqtt/journal while
+        powers the receiver until it is cleared or its will clears it. --mqtt-every holds the receiver until a
+        fix with a position, then lets it go until the next is due. Fixes are kept in DIR/mqtt/journal while
         the broker is away. DIR: --state-dir, else $STATE_DIRECTORY (systemd's StateDirectory=), else
         /var/lib/gnss-hat for root, else $XDG_STATE_HOME/gnss-hat (~/.local/state/gnss-hat).
         """
