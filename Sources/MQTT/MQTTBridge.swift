@@ -75,10 +75,26 @@ public final class MQTTBridge: Sendable {
                                   limits: configuration.journalLimits, syncPolicy: .explicit)
         var connection = configuration.connection
         connection.will = configuration.will
-        client = try MQTTClient(configuration: connection)
-        try client.subscribe(configuration.topics.demandFilter)
         let (stream, inbox) = AsyncStream<BridgeMachine.Event>.makeStream()
         self.inbox = inbox
+        // The client's events go straight into the inbox, from libmosquitto's thread (yield never blocks).
+        let libraryLog = Lock<String?>(nil)
+        client = try MQTTClient(configuration: connection) { event in
+            switch event {
+            case let .libraryLog(text):
+                // libmosquitto logs why an attempt failed (a TLS certificate) just before the failure.
+                libraryLog.withLock { $0 = text }
+            case let .connection(report):
+                inbox.yield(.connection(report, libraryLog: libraryLog.withLock { $0.take() }))
+            case let .acknowledged(token, _, refusal):
+                inbox.yield(.acknowledged(token: token, refusal: refusal))
+            case let .subscribed(filter, refusal):
+                inbox.yield(.subscribed(filter: filter, refusal: refusal))
+            case let .message(message):
+                inbox.yield(.message(message))
+            }
+        }
+        try client.subscribe(configuration.topics.demandFilter)
         var statistics = MQTTBridgeStatistics()
         statistics.journalPending = journal.pending.count
         shared = Lock(Shared(statistics: statistics, stream: stream, journal: JournalHandle(journal)))
@@ -167,26 +183,6 @@ public final class MQTTBridge: Sendable {
                 inbox.yield(.power(state, failure: failure))
             }
         }
-        let events = client.events
-        let forward = Task {
-            // libmosquitto logs why an attempt failed (a TLS certificate) just before the failure.
-            var libraryLog: String?
-            for await event in events {
-                switch event {
-                case let .libraryLog(text):
-                    libraryLog = text
-                case let .connection(report):
-                    inbox.yield(.connection(report, libraryLog: libraryLog))
-                    libraryLog = nil
-                case let .acknowledged(token, _, refusal):
-                    inbox.yield(.acknowledged(token: token, refusal: refusal))
-                case let .subscribed(filter, refusal):
-                    inbox.yield(.subscribed(filter: filter, refusal: refusal))
-                case let .message(message):
-                    inbox.yield(.message(message))
-                }
-            }
-        }
         for await event in stream {
             loop.handle(event)
             let statistics = loop.statistics
@@ -200,7 +196,6 @@ public final class MQTTBridge: Sendable {
         loop.endEverything()
         // Blocks for the network thread's end (a second at most once the DISCONNECT is out).
         client.stop()
-        forward.cancel()
         inbox.finish()
         var statistics = loop.statistics
         statistics.connected = false
@@ -237,6 +232,14 @@ public final class MQTTBridge: Sendable {
             do { try await wait() } catch { return }
             self?.post(.timerFired(timer, generation: generation, now: now()))
         }
+    }
+}
+
+extension Optional {
+    /// The value, leaving nil.
+    fileprivate mutating func take() -> Wrapped? {
+        defer { self = nil }
+        return self
     }
 }
 
