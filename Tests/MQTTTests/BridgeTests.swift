@@ -240,8 +240,6 @@ import TestSupport
         watcher.stop()
     }
 
-
-
     @Test func theStandingDemandPowersTheReceiverForOneFixEveryInterval() async throws {
         let broker = try TestBroker()
         let rig = try BridgeRig(broker: broker, every: .seconds(120), linger: .seconds(1))
@@ -251,11 +249,20 @@ import TestSupport
         try await rig.runUntilBridge { $0.fixes > 0 && !$0.standingClaim }
         try await rig.runUntil { $0 == .off }
         let fixesOfTheFirst = rig.bridge.statistics.fixes
-        // Off until the next is due, two minutes after the first claim began.
+        // Off until the next is due, two minutes after the first claim began. The standing timer sleeps
+        // on the receiver's clock from a task of the bridge's own, and its firing reaches the receiver
+        // through the bridge's task: time moves to its deadline only once it is armed, and no further
+        // until the bridge has claimed (the driver knows nothing of the bridge's work in progress).
         let offAt = rig.clock.now
-        try await rig.runUntil { $0 == .poweringOn }
-        let due = rig.clock.now.offset
-        #expect(due >= .seconds(120) && due <= .seconds(121), "powered on again at \(due), off at \(offAt)")
+        let clock = rig.clock
+        let armed = await withDeadline(.seconds(20)) { await clock.waitForSleepers(1) }
+        try #require(armed, "the standing timer never slept on the receiver's clock")
+        let due = try #require(clock.nextDeadline).offset
+        #expect(due >= .seconds(120) && due <= .seconds(121), "the next claim is due at \(due), off at \(offAt)")
+        await rig.driver.advance(by: offAt.duration(to: ManualClock.Instant(offset: due)))
+        try await rig.wait("the second standing claim") { $0.standingClaim }
+        #expect(rig.clock.now.offset == due)
+        try await rig.runUntil { $0 == .on }
         try await rig.runUntilBridge { $0.fixes > fixesOfTheFirst && !$0.standingClaim }
         try await rig.runUntil { $0 == .off }
         await rig.shutdown()
