@@ -66,7 +66,12 @@ import TestSupport
         #expect(configs["location"]?["source_type"] as? String == "gps")
         #expect((configs["location"]?["json_attributes_template"] as? String)?.contains("gps_accuracy") == true)
         #expect(configs["satellites"]?["state_topic"] as? String == topics.sky)
+        // The sensors' templates read fields the payloads on their state topics have.
+        #expect(configs["satellites"]?["value_template"] as? String == "{{ value_json.uSat | default(0) }}")
+        #expect(sky["uSat"] is Int, "SKY without uSat: \(sky)")
         #expect(configs["power"]?["state_topic"] as? String == topics.power)
+        #expect(configs["power"]?["value_template"] as? String == "{{ value_json.state }}")
+        #expect(configs["power"]?["device_class"] as? String == "enum")
         #expect(configs["power"]?["options"] as? [String] == PowerPayload.stateNames)
 
         local.cancel()

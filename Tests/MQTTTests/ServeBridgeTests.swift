@@ -64,6 +64,14 @@ import TestSupport
         return path
     }
 
+    /// `serve --mqtt` on `broker` as its test user (the password in a file in `state`), once connected.
+    func connectedServe(_ broker: TestBroker, state: URL) async throws -> Serve {
+        let password = try passwordFile(brokerPassword, in: state)
+        let serve = try await Serve(["--mqtt", broker.url, "--mqtt-password-file", password], state: state)
+        try await serve.daemon.line(containing: "connected to ")
+        return serve
+    }
+
     @Test(arguments: [
         (["--mqtt", "http://broker"], "gnss-hat serve: 'http://broker' is not an MQTT URL: it starts with mqtt:// "
             + "(or mqtts:// for TLS)"),
@@ -107,6 +115,23 @@ import TestSupport
         #expect(try broker.subscribeOnce("gnss-hat/pi1/status") == ["offline"])
     }
 
+    @Test func aKilledServiceIsOfflineByItsWillAndStaysSo() async throws {
+        let broker = try TestBroker()
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: state) }
+        let serve = try await connectedServe(broker, state: state)
+        // Retained: a subscriber that comes later is told at once.
+        #expect(try broker.subscribeOnce("gnss-hat/pi1/status") == ["online"])
+        // SIGKILL: no clean stop, no DISCONNECT; the broker publishes the last will when the socket closes.
+        serve.daemon.stop(signal: SIGKILL)
+        let watcher = try broker.subscriber("gnss-hat/pi1/status")
+        try await watcher.line(containing: "gnss-hat/pi1/status offline")
+        watcher.stop()
+        #expect(try broker.subscribeOnce("gnss-hat/pi1/status") == ["offline"])
+        #expect(serve.daemon.process.terminationReason == .uncaughtSignal)
+        #expect(serve.daemon.process.terminationStatus == SIGKILL)
+    }
+
     @Test func aWrongPasswordIsOneLinePerAttemptBackingOff() async throws {
         let broker = try TestBroker()
         let state = try TestPaths.temporaryDirectory()
@@ -129,7 +154,8 @@ import TestSupport
 
     @Test func anACLThatDeniesTheDemandTopicIsOneClearLineAndItsConsumersPowerNothing() async throws {
         let acl = TestBroker.defaultACL.replacingOccurrences(
-            of: "topic readwrite homeassistant/#\n", with: "topic readwrite homeassistant/#\ntopic deny gnss-hat/pi1/demand/#\n")
+            of: "topic readwrite homeassistant/#\n",
+            with: "topic readwrite homeassistant/#\ntopic deny gnss-hat/pi1/demand/#\n")
         let broker = try TestBroker(acl: acl)
         // A consumer with rights of its own announces itself before the service starts.
         try runTool("/usr/bin/mosquitto_pub", package: "mosquitto-clients",
@@ -177,9 +203,7 @@ import TestSupport
         let broker = try TestBroker()
         let state = try TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: state) }
-        let password = try passwordFile(brokerPassword, in: state)
-        let serve = try await Serve(["--mqtt", broker.url, "--mqtt-password-file", password], state: state)
-        try await serve.daemon.line(containing: "connected to ")
+        let serve = try await connectedServe(broker, state: state)
         let consumer = try Daemon("paho consumer", executable: debianPython(),
                                   ["-u", "-c", Paho.consumer, "\(broker.port)", consumerUser, consumerPassword,
                                    "gnss-hat/pi1/demand/phone", "{}"])
@@ -194,6 +218,33 @@ import TestSupport
         #expect(order == ["consumer phone present", "receiver on", "consumer phone gone", "receiver lingering",
                           "receiver off"], "\(serve.mqttLines)")
         #expect(try broker.subscribeOnce("gnss-hat/pi1/power") == [#"{"state":"off","powered":false}"#])
+        #expect(serve.stop() == 0)
+    }
+
+    @Test func theREADMEsConsumerOfMosquittoToolsPowersTheReceiverUntilItsSubscriberDies() async throws {
+        let broker = try TestBroker()
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: state) }
+        let serve = try await connectedServe(broker, state: state)
+        let demand = "gnss-hat/pi1/demand/me"
+        let login = ["-h", "127.0.0.1", "-p", "\(broker.port)", "-u", consumerUser, "-P", consumerPassword]
+        // As the README shows it: a subscriber whose will (empty, retained) is the demand's end, then the demand.
+        let subscriber = try Daemon(
+            "mosquitto_sub", executable: TestPaths.tool("/usr/bin/mosquitto_sub", package: "mosquitto-clients"),
+            login + ["-t", "gnss-hat/pi1/tpv", "--will-topic", demand, "--will-retain", "--will-qos", "1"])
+        try runTool("/usr/bin/mosquitto_pub", package: "mosquitto-clients",
+                    login + ["-r", "-q", "1", "-t", demand, "-m", "{}"])
+        try await serve.daemon.line(containing: "mqtt: consumer me present")
+        try await serve.daemon.line(containing: "mqtt: receiver on")
+        // A fix at the subscriber: it is connected, so its will is with the broker.
+        try await subscriber.line(containing: "\"class\":\"TPV\"")
+        subscriber.stop(signal: SIGKILL)
+        try await serve.daemon.line(containing: "mqtt: consumer me gone")
+        try await serve.daemon.line(containing: "mqtt: receiver off")
+        let left = try CommandRun.run(
+            executable: TestPaths.tool("/usr/bin/mosquitto_sub", package: "mosquitto-clients"),
+            login + ["-t", demand, "--retained-only", "-W", "1"])
+        #expect(left.out.isEmpty, "a retained demand is left: \(left.out)")
         #expect(serve.stop() == 0)
     }
 
@@ -222,7 +273,8 @@ import TestSupport
             lines.filter { line in filters.contains { line.hasPrefix($0 + " ") } }.count >= pending.count
         }
         let received = messages(watcher, on: filters)
-        #expect(received == pending.map { $0.message.topic + " " + String(decoding: $0.message.payload, as: UTF8.self) })
+        let expected = pending.map { $0.message.topic + " " + String(decoding: $0.message.payload, as: UTF8.self) }
+        #expect(received == expected)
         #expect(second.stop() == 0)
         #expect(try journalPending(in: state).isEmpty)
         watcher.stop()
