@@ -12,7 +12,8 @@
 // the peer publishes TPV and SKY as gpsd wrote them, QoS 1 (its cheapest form: no re-encoding).
 // Both run at nice -10 (gpsd and ours set it themselves as root; the peer is started with it).
 // Environment: GNSSHAT_BENCH_GNSS_HAT (the gnss-hat to measure; default: the one beside this program),
-// GNSSHAT_BENCH_MQTT_PEER (the peer's script; default: scripts/bench/gpsd-mqtt-bridge.py), GNSSHAT_BENCH_RUNS (runs, medians reported, default 3), GNSSHAT_BENCH_MQTT_EPOCHS (epochs measured
+// GNSSHAT_BENCH_MQTT_PEER (the peer's script; default: scripts/bench/gpsd-mqtt-bridge.py),
+// GNSSHAT_BENCH_RUNS (runs, medians reported, default 3), GNSSHAT_BENCH_MQTT_EPOCHS (epochs measured
 // per run after 20 of warm-up, default 300).
 
 import Foundation
@@ -176,14 +177,8 @@ struct MQTTRun {
 
         // Ours and the peer, each on its own pseudo-terminal.
         let terminals = [try PseudoTerminal(), try PseudoTerminal()]
-        let board = """
-            {"name": "bench", "title": "the mqtt benchmark's pseudo-terminal", "chip": {"family": "ublox-gen8"},
-             "link": {"type": "uart", "path": "\(terminals[0].devicePath)", "baud": 115200, "detectSpeed": false},
-             "power": {"strategies": [], "upTimeoutSeconds": 30},
-             "configuration": {"enabled": false}, "notes": [], "sources": []}
-            """
-        let boardPath = directory.appendingPathComponent("bench.json").path
-        try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
+        let boardPath = try ServiceRun.writeBoard(on: terminals[0].devicePath,
+                                                  title: "the mqtt benchmark's pseudo-terminal", in: directory)
         let ours = try tools.launch(gnssHat, [
             "serve", "--board", boardPath, "--listen", "127.0.0.1:\(try tools.freePort())", "--keep-on",
             "--linger", "1", "--mqtt", "mqtt://127.0.0.1:\(brokerPort)", "--mqtt-device", "bench",

@@ -164,14 +164,8 @@ struct ServiceRun {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let terminals = [try PseudoTerminal(), try PseudoTerminal()]
-        let board = """
-            {"name": "bench", "title": "the service benchmark's pseudo-terminal", "chip": {"family": "ublox-gen8"},
-             "link": {"type": "uart", "path": "\(terminals[1].devicePath)", "baud": 115200, "detectSpeed": false},
-             "power": {"strategies": [], "upTimeoutSeconds": 30},
-             "configuration": {"enabled": false}, "notes": [], "sources": []}
-            """
-        let boardPath = directory.appendingPathComponent("bench.json").path
-        try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
+        let boardPath = try Self.writeBoard(on: terminals[1].devicePath,
+                                            title: "the service benchmark's pseudo-terminal", in: directory)
         let ports = [try freePort(), try freePort()]
         let gpsdProcess = try launch(gpsd, ["-N", "-n", "-b", "-S", "\(ports[0])", terminals[0].devicePath])
         // gpsd keeps SIGTERM blocked when its parent's thread had it blocked: SIGKILL ends it.
@@ -321,6 +315,20 @@ struct ServiceRun {
     }
 
     // MARK: - Processes and /proc
+
+    /// Writes `bench.json` in `directory`: a u-blox on the pseudo-terminal `path` at 115200 baud, with
+    /// nothing to power and nothing to configure; returns its path.
+    static func writeBoard(on path: String, title: String, in directory: URL) throws -> String {
+        let board = """
+            {"name": "bench", "title": "\(title)", "chip": {"family": "ublox-gen8"},
+             "link": {"type": "uart", "path": "\(path)", "baud": 115200, "detectSpeed": false},
+             "power": {"strategies": [], "upTimeoutSeconds": 30},
+             "configuration": {"enabled": false}, "notes": [], "sources": []}
+            """
+        let boardPath = directory.appendingPathComponent("bench.json").path
+        try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
+        return boardPath
+    }
 
     func launch(_ executable: URL, _ arguments: [String]) throws -> Process {
         let process = Process()

@@ -177,8 +177,8 @@ struct BridgeMachine: Sendable {
             return fixed(fix, now: now)
         case let .sky(sky):
             guard connected, !stopping else { return [] }
-            let message = OutgoingMessage(topic: settings.topics.sky, payload: GPSDPayload.sky(sky, device: settings.devicePath),
-                                          qos: .atLeastOnce, retain: true)
+            let payload = GPSDPayload.sky(sky, device: settings.devicePath)
+            let message = OutgoingMessage(topic: settings.topics.sky, payload: payload, qos: .atLeastOnce, retain: true)
             return [.publish(message, token: BridgeToken.sky)]
         case let .power(state, failure):
             return powerChanged(state, failure: failure)
@@ -209,7 +209,8 @@ struct BridgeMachine: Sendable {
         var messages = [OutgoingMessage(topic: topics.tpv, payload: GPSDPayload.tpv(fix, device: settings.devicePath),
                                         qos: .atLeastOnce, retain: true)]
         if let location = OwnTracksPayload.location(fix, trackerID: settings.trackerID) {
-            messages.append(OutgoingMessage(topic: topics.ownTracks, payload: location, qos: .atLeastOnce, retain: true))
+            messages.append(
+                OutgoingMessage(topic: topics.ownTracks, payload: location, qos: .atLeastOnce, retain: true))
         }
         var actions: [Action] = [.journal(messages, publish: connected)]
         // The standing demand is met by the first fix with a position; the next claim is due one
@@ -217,7 +218,8 @@ struct BridgeMachine: Sendable {
         if claims[.standing] != nil, fix.hasPosition, let every = settings.every, let since = standingSince {
             actions += endClaim(.standing)
             let due = since + every
-            actions.append(.log(.detail, "standing demand met; the next fix is due in \(seconds(max(due - now, .zero)))"))
+            let wait = seconds(max(due - now, .zero))
+            actions.append(.log(.detail, "standing demand met; the next fix is due in \(wait)"))
             actions += arm(.standing, at: due)
         }
         return actions
@@ -352,7 +354,8 @@ struct BridgeMachine: Sendable {
         case let .end(consumer):
             return [.log(.detail, "consumer \(consumer) gone")] + endClaim(.consumer(consumer))
         case let .rejected(consumer, topic, error):
-            return [.log(.notice, "ignored the demand on \(topic)\(consumer.isEmpty ? "" : " of \(consumer)"): \(error)")]
+            let whose = consumer.isEmpty ? "" : " of \(consumer)"
+            return [.log(.notice, "ignored the demand on \(topic)\(whose): \(error)")]
         case let .armSweep(generation, delay):
             // The presence machine keeps its own generations; the bridge's timer carries them.
             timerGenerations[.sweep] = generation

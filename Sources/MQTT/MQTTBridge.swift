@@ -169,8 +169,8 @@ public final class MQTTBridge: Sendable {
             bridge: self, journal: journal,
             machine: BridgeMachine(settings: settings, presenceSweepDelay: configuration.presenceSweepDelay))
         if !journal.recovery.isClean {
-            log(.notice, "the journal in \(configuration.journalDirectory) had \(journal.recovery.corruptBytes) damaged "
-                + "bytes (a write torn by a power loss?), skipped; \(journal.pending.count) records are kept")
+            log(.notice, "the journal in \(configuration.journalDirectory) had \(journal.recovery.corruptBytes) "
+                + "damaged bytes (a write torn by a power loss?), skipped; \(journal.pending.count) records are kept")
         }
         let inbox = inbox
         let now = now

@@ -30,7 +30,8 @@ enum MQTTOptions {
         _ arguments: ParsedArguments, log: @escaping @Sendable (BridgeLogLevel, String) -> Void
     ) throws -> MQTTBridgeConfiguration? {
         guard let url = arguments.value("mqtt") else {
-            if let other = specs.dropFirst().first(where: { arguments.value($0.name) != nil && $0.name != "state-dir" }) {
+            let given = specs.dropFirst().first { arguments.value($0.name) != nil && $0.name != "state-dir" }
+            if let other = given {
                 throw CommandFailure(.usage, "--\(other.name) needs --mqtt")
             }
             return nil

@@ -130,8 +130,8 @@ import Testing
                                 reason: "Bad user name or password")
         var lines: [String] = []
         for (attempt, delay) in [(1, 1), (2, 2), (3, 4)] {
-            lines += logs(bridge.handle(.connection(.refused(attempt: attempt, error: refusal, retryIn: .seconds(delay)),
-                                                    libraryLog: nil)))
+            let refused = ReconnectPolicy.Report.refused(attempt: attempt, error: refusal, retryIn: .seconds(delay))
+            lines += logs(bridge.handle(.connection(refused, libraryLog: nil)))
         }
         #expect(lines.count == 3)
         #expect(lines[2] == "mqtt://broker:1883, attempt 3: the broker refused the connection: "
@@ -166,7 +166,8 @@ import Testing
         let arrived = bridge.handle(.message(IncomingMessage(topic: demand, payload: Array(#"{"interval":600}"#.utf8),
                                                              retained: true)))
         #expect(arrived.contains(.beginClaim(.consumer("phone"), ConsumerDemand(interval: 600), generation: 1)))
-        let changed = bridge.handle(.message(IncomingMessage(topic: demand, payload: Array("{}".utf8), retained: false)))
+        let changed = bridge.handle(
+            .message(IncomingMessage(topic: demand, payload: Array("{}".utf8), retained: false)))
         #expect(changed.contains(.updateClaim(.consumer("phone"), ConsumerDemand())))
         let gone = bridge.handle(.message(IncomingMessage(topic: demand, payload: [], retained: false)))
         #expect(gone.contains(.endClaim(.consumer("phone"))))
