@@ -207,26 +207,8 @@ struct MQTTRun {
 
         // The stream: each sentence at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
         let cpuBefore = pids.map(tools.cpuSeconds)
-        var lastWrite: [[Int: ContinuousClock.Instant]] = [[:], [:]]
-        var random = BenchRandom(state: 7)
-        let clock = ContinuousClock()
-        let start = clock.now + .milliseconds(50)
         let total = MQTTBenchmark.warmUp + MQTTBenchmark.measured
-        for epoch in 0..<total {
-            let messages = ServiceStream.nmea.messages(epoch: epoch, random: &random)
-            let epochStart = start + .milliseconds(100 * epoch)
-            var offset = 0
-            for (number, message) in messages.enumerated() {
-                let due = epochStart + .nanoseconds(Int64(Double(offset) / ServiceBenchmark.bytesPerSecond * 1e9))
-                try await clock.sleep(until: due, tolerance: .zero)
-                // Alternate which terminal goes first, so neither side is always second.
-                for side in epoch % 2 == 0 ? [0, 1] : [1, 0] {
-                    try terminals[side].write(message)
-                    if number == messages.count - 1 { lastWrite[side][epoch] = clock.now }
-                }
-                offset += message.count
-            }
-        }
+        let lastWrite = try await ServiceRun.feed(.nmea, epochs: total, to: terminals).last
         try await Task.sleep(for: .milliseconds(500))
         let cpuAfter = pids.map(tools.cpuSeconds)
 
