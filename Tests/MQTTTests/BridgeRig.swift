@@ -75,6 +75,8 @@ final class BridgeRig: Sendable {
     let stateDirectory: URL
     /// Every fix the receiver has produced since the rig was made (whoever powered it).
     private let produced = Counter()
+    /// Those of them with a time (a TPV without one cannot be placed in order by it).
+    private let timed = Counter()
     private let producedToken: SignalToken
 
     /// A bridge for device `device` on `broker` (its test user, reconnecting after 0.1 s doubling to
@@ -96,10 +98,15 @@ final class BridgeRig: Sendable {
             initialDelay: .milliseconds(100), maximumDelay: .seconds(2), stableAfter: .seconds(60))
         bridge = try MQTTBridge(receiver: receiver, configuration: configuration, clock: clock)
         let produced = produced
-        producedToken = receiver.fixes.observe { _ in produced.add() }
+        let timed = timed
+        producedToken = receiver.fixes.observe { fix in
+            produced.add()
+            if fix.time != nil { timed.add() }
+        }
     }
 
     var producedFixes: Int { produced.value }
+    var producedTimedFixes: Int { timed.value }
 
     /// Waits until the bridge has handled every fix produced so far and the broker acknowledged them
     /// all (nothing moves the simulated clock meanwhile, so no new fix comes).

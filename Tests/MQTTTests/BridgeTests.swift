@@ -163,6 +163,7 @@ import TestSupport
         // the broker acknowledged and had not delivered when killed would be the broker's loss).
         try await rig.waitUntilQuiet()
         let before = rig.producedFixes
+        let timedBefore = rig.producedTimedFixes
         try await recorder.lines("the \(before) fixes before the kill") {
             $0.filter { $0.hasPrefix(topics.tpv + " ") }.count >= before
         }
@@ -174,28 +175,38 @@ import TestSupport
         let total = rig.producedFixes
         let during = total - before
         #expect(during >= 19, "fixes during the outage: \(during)")
+        // Every fix of the outage has a time, so the order check below covers each of them (a TPV
+        // without one can come only before the first fix, when a cold start begins mid-epoch).
+        let timedTotal = rig.producedTimedFixes
+        #expect(timedTotal - timedBefore == during)
         try await rig.wait("the outage's fixes in the journal") { $0.fixes == total }
         #expect(rig.bridge.statistics.journalPending >= during, "\(rig.bridge.statistics)")
         try broker.start()
         try await rig.wait("the reconnect") { $0.connected }
         try await rig.waitUntilQuiet()
-        try await recorder.lines("every fix at the recorder") {
-            Set($0.filter { $0.hasPrefix(topics.tpv + " ") }).count >= total
+        /// The recorder's TPVs with a time, in arrival order, each with whether the broker marked it `dup`.
+        func timedTPVs(_ lines: [String]) throws -> [(time: String, duplicate: Bool)] {
+            try lines.compactMap { line in
+                let duplicate = line.hasPrefix("dup ")
+                let message = duplicate ? String(line.dropFirst(4)) : line
+                guard message.hasPrefix(topics.tpv + " ") else { return nil }
+                let tpv = try jsonObject(String(message.dropFirst(topics.tpv.count + 1)))
+                return (tpv["time"] as? String).map { ($0, duplicate) }
+            }
+        }
+        try await recorder.lines("every fix at the recorder") { lines in
+            ((try? timedTPVs(lines)).map { Set($0.map(\.time)).count } ?? 0) >= timedTotal
         }
         // Every fix, in order. QoS 1 allows repeats: the broker's own (`dup`, a delivery it restored from
         // its store after the kill) and ours (a message sent again after a reconnect, next to itself).
         var times: [String] = []
         var everyTime = Set<String>()
-        for line in recorder.output {
-            let duplicate = line.hasPrefix("dup ")
-            let message = duplicate ? String(line.dropFirst(4)) : line
-            guard message.hasPrefix(topics.tpv + " ") else { continue }
-            let time = try #require(try jsonObject(String(message.dropFirst(topics.tpv.count + 1)))["time"] as? String)
+        for (time, duplicate) in try timedTPVs(recorder.output) {
             everyTime.insert(time)
             if !duplicate && times.last != time { times.append(time) }
         }
-        #expect(everyTime.count == total)
-        #expect(times.count == total)
+        #expect(everyTime.count == timedTotal)
+        #expect(times.count == timedTotal)
         #expect(times == times.sorted(), "out of order: \(times)")
         #expect(rig.log.notices.contains { $0.contains("sending") && $0.contains("journaled messages") })
         local.cancel()

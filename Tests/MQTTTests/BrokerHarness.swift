@@ -118,12 +118,13 @@ final class Daemon: @unchecked Sendable {
             guard ContinuousClock.now < deadline else {
                 throw TestSetupError("\(name) printed no \(what) within \(limit); it printed: \(all)")
             }
-            await changed(before: deadline)
+            await changed(after: all.count, before: deadline)
         }
     }
 
-    /// Returns after the next line or the end, or at `deadline`.
-    private func changed(before deadline: ContinuousClock.Instant) async {
+    /// Returns once there are more than `seen` lines (at once if a line came since they were
+    /// counted: waiting then would sleep until the deadline), or the end, or at `deadline`.
+    private func changed(after seen: Int, before deadline: ContinuousClock.Instant) async {
         let id = locked { () -> UInt64 in
             nextWaiter += 1
             return nextWaiter
@@ -134,7 +135,7 @@ final class Daemon: @unchecked Sendable {
         }
         await withCheckedContinuation { continuation in
             let now = locked { () -> Bool in
-                if ended || Task.isCancelled { return true }
+                if ended || Task.isCancelled || lines.count > seen { return true }
                 waiters[id] = continuation
                 return false
             }
