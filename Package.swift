@@ -111,7 +111,9 @@ let package = Package(
         // Against a real Mosquitto broker each test starts on a free loopback port.
         .testTarget(
             name: "MQTTTests",
-            dependencies: ["MQTT", "GNSSHat", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals", "TestSupport"]
+            dependencies: [
+                "MQTT", "GNSSHat", "GNSSHatTesting", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals", "TestSupport",
+            ]
         ),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),

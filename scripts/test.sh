@@ -27,7 +27,8 @@ fi
 
 step "unit tests"
 # GNSSProtocol's differential tests have their own step below; GPSD's (real gpsd on the same
-# bytes, about 20 s) and MQTT's (each test starts its own Mosquitto broker, about 6 s) run here.
+# bytes, about 20 s) and MQTT's (each test starts its own Mosquitto broker; MQTTTests take 20 to
+# 50 s, most of it ServeBridgeTests, which run gnss-hat serve as a process) run here.
 swift test --skip-build --skip 'GNSSProtocolTests.DifferentialTests'
 
 step "GNSSProtocol differential tests against pyubx2 and pynmeagps (10,000 messages per type, both ways)"

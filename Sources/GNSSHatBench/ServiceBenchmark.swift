@@ -164,14 +164,8 @@ struct ServiceRun {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let terminals = [try PseudoTerminal(), try PseudoTerminal()]
-        let board = """
-            {"name": "bench", "title": "the service benchmark's pseudo-terminal", "chip": {"family": "ublox-gen8"},
-             "link": {"type": "uart", "path": "\(terminals[1].devicePath)", "baud": 115200, "detectSpeed": false},
-             "power": {"strategies": [], "upTimeoutSeconds": 30},
-             "configuration": {"enabled": false}, "notes": [], "sources": []}
-            """
-        let boardPath = directory.appendingPathComponent("bench.json").path
-        try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
+        let boardPath = try Self.writeBoard(on: terminals[1].devicePath,
+                                            title: "the service benchmark's pseudo-terminal", in: directory)
         let ports = [try freePort(), try freePort()]
         let gpsdProcess = try launch(gpsd, ["-N", "-n", "-b", "-S", "\(ports[0])", terminals[0].devicePath])
         // gpsd keeps SIGTERM blocked when its parent's thread had it blocked: SIGKILL ends it.
@@ -221,29 +215,10 @@ struct ServiceRun {
 
         // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
         let cpuBefore = pids.map(cpuSeconds)
-        var firstWrite: [[Int: ContinuousClock.Instant]] = [[:], [:]]
-        var lastWrite: [[Int: ContinuousClock.Instant]] = [[:], [:]]
-        var random = BenchRandom(state: 7)
         let clock = ContinuousClock()
-        let start = clock.now + .milliseconds(50)
         let total = ServiceBenchmark.warmUp + ServiceBenchmark.measured
-        for epoch in 0..<total {
-            let messages = stream.messages(epoch: epoch, random: &random)
-            let epochStart = start + .milliseconds(100 * epoch)
-            var offset = 0
-            for (number, message) in messages.enumerated() {
-                let due = epochStart + .nanoseconds(Int64(Double(offset) / ServiceBenchmark.bytesPerSecond * 1e9))
-                try await clock.sleep(until: due, tolerance: .zero)
-                // Alternate which terminal goes first, so neither service is always second.
-                for side in epoch % 2 == 0 ? [0, 1] : [1, 0] {
-                    try terminals[side].write(message)
-                    let written = clock.now
-                    if number == 0 { firstWrite[side][epoch] = written }
-                    if number == messages.count - 1 { lastWrite[side][epoch] = written }
-                }
-                offset += message.count
-            }
-        }
+        let writes = try await Self.feed(stream, epochs: total, to: terminals)
+        let (firstWrite, lastWrite) = (writes.first, writes.last)
         try await Task.sleep(for: .milliseconds(500))
         let cpuAfter = pids.map(cpuSeconds)
         let memory = pids.map(residentMemory)
@@ -321,6 +296,53 @@ struct ServiceRun {
     }
 
     // MARK: - Processes and /proc
+
+    /// When each epoch's first and last message was written, per terminal.
+    struct Writes {
+        var first: [[Int: ContinuousClock.Instant]] = [[:], [:]]
+        var last: [[Int: ContinuousClock.Instant]] = [[:], [:]]
+    }
+
+    /// Writes `epochs` epochs of `stream` to both terminals: each message at its moment on a
+    /// 115200-baud line, 10 Hz epochs, the terminal written first alternating so that neither side
+    /// is always second.
+    static func feed(_ stream: ServiceStream, epochs: Int, to terminals: [PseudoTerminal]) async throws -> Writes {
+        var writes = Writes()
+        var random = BenchRandom(state: 7)
+        let clock = ContinuousClock()
+        let start = clock.now + .milliseconds(50)
+        for epoch in 0..<epochs {
+            let messages = stream.messages(epoch: epoch, random: &random)
+            let epochStart = start + .milliseconds(100 * epoch)
+            var offset = 0
+            for (number, message) in messages.enumerated() {
+                let due = epochStart + .nanoseconds(Int64(Double(offset) / ServiceBenchmark.bytesPerSecond * 1e9))
+                try await clock.sleep(until: due, tolerance: .zero)
+                for side in epoch % 2 == 0 ? [0, 1] : [1, 0] {
+                    try terminals[side].write(message)
+                    let written = clock.now
+                    if number == 0 { writes.first[side][epoch] = written }
+                    if number == messages.count - 1 { writes.last[side][epoch] = written }
+                }
+                offset += message.count
+            }
+        }
+        return writes
+    }
+
+    /// Writes `bench.json` in `directory`: a u-blox on the pseudo-terminal `path` at 115200 baud, with
+    /// nothing to power and nothing to configure; returns its path.
+    static func writeBoard(on path: String, title: String, in directory: URL) throws -> String {
+        let board = """
+            {"name": "bench", "title": "\(title)", "chip": {"family": "ublox-gen8"},
+             "link": {"type": "uart", "path": "\(path)", "baud": 115200, "detectSpeed": false},
+             "power": {"strategies": [], "upTimeoutSeconds": 30},
+             "configuration": {"enabled": false}, "notes": [], "sources": []}
+            """
+        let boardPath = directory.appendingPathComponent("bench.json").path
+        try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
+        return boardPath
+    }
 
     func launch(_ executable: URL, _ arguments: [String]) throws -> Process {
         let process = Process()

@@ -115,7 +115,8 @@ public enum GPSDReport {
 
 /// Writes one JSON object into space reserved at the end of a byte array: raw byte stores, and a
 /// room check per field. A first capacity that turns out too small is doubled and the object rewritten.
-struct JSONWriter {
+/// `package`: the MQTT bridge writes its OwnTracks, Home Assistant and power objects with it.
+package struct JSONWriter {
     let out: UnsafeMutablePointer<UInt8>
     let capacity: Int
     var count = 0
@@ -129,7 +130,7 @@ struct JSONWriter {
     }
 
     /// Reserves room at the end of `bytes`, lets `body` write, and keeps what it wrote.
-    static func append(to bytes: inout [UInt8], capacity: Int, _ body: (inout JSONWriter) -> Void) {
+    package static func append(to bytes: inout [UInt8], capacity: Int, _ body: (inout JSONWriter) -> Void) {
         var capacity = capacity
         let start = bytes.count
         while true {
@@ -158,7 +159,7 @@ struct JSONWriter {
         return true
     }
 
-    mutating func byte(_ value: UInt8) {
+    package mutating func byte(_ value: UInt8) {
         guard room(1) else { return }
         out[count] = value
         count += 1
@@ -173,7 +174,7 @@ struct JSONWriter {
         count += length
     }
 
-    mutating func open() {
+    package mutating func open() {
         byte(UInt8(ascii: "{"))
         first = true
     }
@@ -194,7 +195,7 @@ struct JSONWriter {
     }
 
     /// Writes `,"name":` (without the comma for the first key).
-    mutating func key(_ name: StaticString) {
+    package mutating func key(_ name: StaticString) {
         let length = name.utf8CodeUnitCount
         guard room(length + 4) else { return }
         if !first {
@@ -210,19 +211,19 @@ struct JSONWriter {
         count += length + 3
     }
 
-    mutating func int(_ name: StaticString, _ value: Int) {
+    package mutating func int(_ name: StaticString, _ value: Int) {
         key(name)
         guard room(20) else { return }
         count += ASCII.writeInt(value, to: out + count)
     }
 
-    mutating func bool(_ name: StaticString, _ value: Bool) {
+    package mutating func bool(_ name: StaticString, _ value: Bool) {
         key(name)
         if value { raw("true") } else { raw("false") }
     }
 
     /// A number with a fixed count of decimals; left out when `nil` or not finite.
-    mutating func number(_ name: StaticString, _ value: Double?, _ decimals: Int) {
+    package mutating func number(_ name: StaticString, _ value: Double?, _ decimals: Int) {
         guard let value, value.isFinite else { return }
         key(name)
         guard room(64) else { return }
@@ -238,8 +239,39 @@ struct JSONWriter {
         byte(UInt8(ascii: "\""))
     }
 
-    mutating func string(_ name: StaticString, _ value: String) {
+    package mutating func string(_ name: StaticString, _ value: String) {
         key(name)
+        quoted(value)
+    }
+
+    /// An array of strings.
+    package mutating func strings(_ name: StaticString, _ values: [String]) {
+        key(name)
+        byte(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { byte(UInt8(ascii: ",")) }
+            quoted(value)
+        }
+        byte(UInt8(ascii: "]"))
+    }
+
+    /// An object as a member's value: `body` writes its members.
+    package mutating func object(_ name: StaticString, _ body: (inout JSONWriter) -> Void) {
+        key(name)
+        open()
+        body(&self)
+        byte(UInt8(ascii: "}"))
+        first = false
+    }
+
+    /// Ends an object opened with ``open()`` (no line end).
+    package mutating func close() {
+        byte(UInt8(ascii: "}"))
+        first = false
+    }
+
+    /// A string value, quoted, with `"`, `\` and control characters escaped.
+    private mutating func quoted(_ value: String) {
         byte(UInt8(ascii: "\""))
         let hex = Array("0123456789abcdef".utf8)
         for byte in value.utf8 {

@@ -1,10 +1,10 @@
 // The JSON argument of a request (`?WATCH={...};`): one object of attributes, read without Foundation.
 // Values nested in arrays or objects are read and kept only as their kind, since no request this
 // service answers takes them; attribute types are checked against a table the way gpsd's microjson
-// does, with its error messages.
+// does, with its error messages. `package`: the MQTT bridge reads a consumer's demand object with it.
 
 /// One attribute value of a request object.
-enum RequestValue: Equatable, Sendable {
+package enum RequestValue: Equatable, Sendable {
     case string(String)
     /// A bare token: a number, `true`, `false`, `null` or anything else gpsd would read as a token.
     case token(String)
@@ -13,7 +13,7 @@ enum RequestValue: Equatable, Sendable {
 }
 
 /// Why a request's JSON could not be read, worded as gpsd's `json_error_string`.
-enum RequestJSONError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum RequestJSONError: Error, Equatable, Sendable, CustomStringConvertible {
     case objectStart
     case attributeStart
     case attributeTooLong
@@ -26,7 +26,7 @@ enum RequestJSONError: Error, Equatable, Sendable, CustomStringConvertible {
     case unquotedWhereString
     case empty
 
-    var description: String {
+    package var description: String {
         switch self {
         case .objectStart: "non-whitespace when expecting object start"
         case .attributeStart: "non-whitespace when expecting attribute start"
@@ -44,14 +44,14 @@ enum RequestJSONError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// Reads one JSON object's attributes in order; `end` is the index after its closing `}`.
-struct RequestObjectReader {
+package struct RequestObjectReader {
     static let maxAttributeLength = 31
     static let maxValueLength = 512
 
     private let bytes: ArraySlice<UInt8>
     private var index: Int
 
-    static func read(_ bytes: ArraySlice<UInt8>) throws(RequestJSONError) -> (
+    package static func read(_ bytes: ArraySlice<UInt8>) throws(RequestJSONError) -> (
         attributes: [(name: String, value: RequestValue)], end: Int
     ) {
         var reader = RequestObjectReader(bytes: bytes, index: bytes.startIndex)
@@ -190,7 +190,7 @@ struct RequestObjectReader {
         while let byte = peek, Self.isSpace(byte) { index += 1 }
     }
 
-    static func isSpace(_ byte: UInt8) -> Bool {
+    package static func isSpace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 }

@@ -10,6 +10,9 @@ public enum FileSystem {
         return String(cString: value)
     }
 
+    /// Whether the process runs as root (`geteuid() == 0`).
+    public static var isSuperuser: Bool { geteuid() == 0 }
+
     /// Whether something exists at `path` (`access(F_OK)`; a dangling link does not count).
     public static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0

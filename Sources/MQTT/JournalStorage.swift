@@ -47,14 +47,27 @@ public final class FileJournalStorage: JournalStorage {
     public let path: String
     private var fd: CInt
 
-    /// Opens (creating the directory, mode 0700, and the file, 0600, as needed) and locks the journal.
+    /// Opens (creating the directory and its missing parents, mode 0700, and the file, 0600, as needed)
+    /// and locks the journal.
     public init(directory: String) throws(JournalError) {
         self.directory = directory
         path = directory + "/journal"
+        try Self.makeDirectory(directory)
+        fd = try Self.openLocked(path)
+    }
+
+    /// Makes `directory` and any missing parent (`mkdir`, mode 0700: the journal is nobody else's).
+    private static func makeDirectory(_ directory: String) throws(JournalError) {
+        guard mkdir(directory, 0o700) != 0 else { return }
+        let number = errno
+        if number == EEXIST { return }
+        guard number == ENOENT, let slash = directory.lastIndex(of: "/"), slash != directory.startIndex else {
+            throw .io(call: "mkdir", path: directory, Errno(rawValue: number))
+        }
+        try makeDirectory(String(directory[..<slash]))
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw .io(call: "mkdir", path: directory, Errno(rawValue: errno))
         }
-        fd = try Self.openLocked(path)
     }
 
     deinit {

@@ -71,16 +71,23 @@ public enum MQTTEvent: Sendable {
 /// Create it, ``subscribe(_:qos:)`` to what it should follow (re-sent after every reconnect),
 /// ``start()``, read ``events``, ``publish(_:token:)`` from any thread, and ``stop()``.
 public final class MQTTClient: Sendable {
-    /// Every event, until ``stop()`` has finished.
+    /// Every event, until ``stop()`` has finished (empty when the client was made with a handler).
     public let events: AsyncStream<MQTTEvent>
     private let core: ClientCore
 
     /// Makes the client and applies the configuration (`mosquitto_new`, `mosquitto_int_option`,
     /// `mosquitto_username_pw_set`, `mosquitto_tls_set`, `mosquitto_will_set`); connects nothing yet.
-    public init(configuration: MQTTConfiguration) throws(MQTTError) {
+    ///
+    /// With `onEvent`, events go to it instead of ``events``: it is called on the network thread, in
+    /// order (an acknowledgement that came before `publish` returned, on the publishing thread), and
+    /// must return at once (hand the event on, say to a stream of one's own); it saves the hop
+    /// through ``events`` and a task to read it.
+    public init(configuration: MQTTConfiguration, onEvent: (@Sendable (MQTTEvent) -> Void)? = nil)
+        throws(MQTTError)
+    {
         var continuation: AsyncStream<MQTTEvent>.Continuation!
         events = AsyncStream { continuation = $0 }
-        core = try ClientCore(configuration: configuration, continuation: continuation)
+        core = try ClientCore(configuration: configuration, continuation: continuation, handler: onEvent)
     }
 
     deinit {
@@ -154,14 +161,19 @@ final class ClientCore: @unchecked Sendable {
     let mosq: OpaquePointer
     let configuration: MQTTConfiguration
     let state: Lock<State>
-    let continuation: AsyncStream<MQTTEvent>.Continuation
+    private let continuation: AsyncStream<MQTTEvent>.Continuation
+    private let handler: (@Sendable (MQTTEvent) -> Void)?
     private let parker = ThreadParker()
     private let reference = ContinuousClock.now
 
-    init(configuration: MQTTConfiguration, continuation: AsyncStream<MQTTEvent>.Continuation) throws(MQTTError) {
+    init(
+        configuration: MQTTConfiguration, continuation: AsyncStream<MQTTEvent>.Continuation,
+        handler: (@Sendable (MQTTEvent) -> Void)?
+    ) throws(MQTTError) {
         _ = libraryInitialisation
         self.configuration = configuration
         self.continuation = continuation
+        self.handler = handler
         state = Lock(State(policy: ReconnectPolicy(configuration: configuration.reconnect)))
         guard let handle = mosquitto_new(configuration.clientID, true, nil) else {
             throw MQTTError(call: "mosquitto_new", mosquittoCode: CInt(MOSQ_ERR_ERRNO.rawValue))
@@ -252,7 +264,7 @@ final class ClientCore: @unchecked Sendable {
             return nil
         }
         if let early, message.qos == .atLeastOnce {
-            continuation.yield(acknowledgement(token: token, mid: mid, reason: early))
+            deliver(acknowledgement(token: token, mid: mid, reason: early))
         }
         return MessageID(rawValue: mid)
     }
@@ -341,7 +353,7 @@ final class ClientCore: @unchecked Sendable {
             case .cancelTimer:
                 state.withLock { $0.timer = nil }
             case let .report(report):
-                continuation.yield(.connection(report))
+                deliver(.connection(report))
             case .disconnect:
                 mosquitto_disconnect(mosq)
             }
@@ -364,35 +376,58 @@ final class ClientCore: @unchecked Sendable {
         if first { continuation.finish() }
     }
 
+    /// Hands an event to the handler, or to the stream (neither blocks).
+    private func deliver(_ event: MQTTEvent) {
+        if let handler { handler(event) } else { continuation.yield(event) }
+    }
+
     // MARK: Callbacks (on the network thread, inside mosquitto_loop)
+
+    // The reports of a callback are yielded from the callback itself, not after `mosquitto_loop`
+    // returns: one call can handle several packets (a CONNACK, then the SUBACK and the retained
+    // messages that follow it), and the user must see the connection before what came over it.
 
     func connected(code: CInt) {
         if code == 0 {
-            let subscriptions = state.withLock { state in
+            let (reports, subscriptions) = state.withLock { state in
                 state.connected = true
-                state.pendingActions += state.policy.connected(now: now)
-                return state.subscriptions
+                return (queueingAllButReports(state.policy.connected(now: now), in: &state), state.subscriptions)
             }
+            for report in reports { deliver(.connection(report)) }
             for subscription in subscriptions {
                 do {
                     try sendSubscription(subscription.filter, qos: subscription.qos)
                 } catch {
-                    continuation.yield(.subscribed(filter: subscription.filter, refusal: error))
+                    deliver(.subscribed(filter: subscription.filter, refusal: error))
                 }
             }
         } else {
             let error = MQTTError.connectionRefused(code, version: configuration.protocolVersion)
-            state.withLock { $0.pendingActions += $0.policy.refused(error, now: now) }
+            let reports = state.withLock { queueingAllButReports($0.policy.refused(error, now: now), in: &$0) }
+            for report in reports { deliver(.connection(report)) }
         }
     }
 
     func disconnected(code: CInt) {
-        state.withLock { state in
+        let reports = state.withLock { state -> [ReconnectPolicy.Report] in
             state.connected = false
-            guard !state.stopRequested else { return }
+            guard !state.stopRequested else { return [] }
             let error = code == 0 ? nil : MQTTError(call: "mosquitto_loop", mosquittoCode: code)
-            state.pendingActions += state.policy.connectionLost(error, now: now)
+            return queueingAllButReports(state.policy.connectionLost(error, now: now), in: &state)
         }
+        for report in reports { deliver(.connection(report)) }
+    }
+
+    /// Queues the actions the network thread performs after `mosquitto_loop` returns (timers,
+    /// connects) and returns the reports, to be yielded at once (after unlocking).
+    private func queueingAllButReports(
+        _ actions: [ReconnectPolicy.Action], in state: inout State
+    ) -> [ReconnectPolicy.Report] {
+        var reports: [ReconnectPolicy.Report] = []
+        for action in actions {
+            if case let .report(report) = action { reports.append(report) } else { state.pendingActions.append(action) }
+        }
+        return reports
     }
 
     func published(mid: CInt, reason: CInt) {
@@ -401,7 +436,7 @@ final class ClientCore: @unchecked Sendable {
             if state.awaitingSend.remove(mid) == nil { state.earlyAcks[mid] = reason }
             return nil
         }
-        if let token { continuation.yield(acknowledgement(token: token, mid: mid, reason: reason)) }
+        if let token { deliver(acknowledgement(token: token, mid: mid, reason: reason)) }
     }
 
     func subscribed(mid: CInt, granted: [CInt]) {
@@ -410,16 +445,16 @@ final class ClientCore: @unchecked Sendable {
             state.earlySubacks[mid] = granted
             return nil
         }
-        if let filter { continuation.yield(subscription(filter, granted: granted)) }
+        if let filter { deliver(subscription(filter, granted: granted)) }
     }
 
     func received(_ message: IncomingMessage) {
-        continuation.yield(.message(message))
+        deliver(.message(message))
     }
 
     func logged(level: CInt, text: String) {
         guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
-        continuation.yield(.libraryLog(text))
+        deliver(.libraryLog(text))
     }
 
     // MARK: Helpers
@@ -432,7 +467,7 @@ final class ClientCore: @unchecked Sendable {
             state.subscriptionsByMid[mid] = filter
             return nil
         }
-        if let early { continuation.yield(subscription(filter, granted: early)) }
+        if let early { deliver(subscription(filter, granted: early)) }
     }
 
     private func acknowledgement(token: UInt64, mid: CInt, reason: CInt) -> MQTTEvent {

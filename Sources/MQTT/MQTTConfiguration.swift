@@ -24,6 +24,7 @@ public enum MQTTConfigurationError: Error, Hashable, Sendable, CustomStringConve
     case unreadableFile(role: String, path: String, Errno)
     case emptyPasswordFile(path: String)
     case badDeviceName(String, reason: String)
+    case badOwnTracksUser(String, reason: String)
 
     public var description: String {
         switch self {
@@ -49,6 +50,8 @@ public enum MQTTConfigurationError: Error, Hashable, Sendable, CustomStringConve
             "the password file '\(path)' is empty"
         case let .badDeviceName(name, reason):
             "'\(name)' cannot be a device name: \(reason)"
+        case let .badOwnTracksUser(name, reason):
+            "'\(name)' cannot be an OwnTracks user: \(reason)"
         }
     }
 }

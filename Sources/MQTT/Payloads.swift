@@ -1,6 +1,7 @@
 // The payloads the bridge publishes, each a pure function of a fix, a sky view or a power state:
 // gpsd's TPV and SKY JSON (GPSD's encoder, as the service writes it), OwnTracks location JSON,
-// Home Assistant's discovery configs, and the power JSON.
+// Home Assistant's discovery configs, and the power JSON. Every object is written by GPSD's
+// `JSONWriter`, the one JSON writer of the package.
 public import GNSSHat
 public import GNSSProtocol
 internal import GPSD
@@ -32,18 +33,24 @@ public enum OwnTracksPayload {
         guard fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude, let time = fix.time else {
             return nil
         }
-        var json = JSONObjectWriter()
-        json.string("_type", "location")
-        json.number("lat", latitude, decimals: 7)
-        json.number("lon", longitude, decimals: 7)
-        json.int("tst", Int(floorDivide(time.nanosecondsSinceEpoch, 1_000_000_000)))
-        if let accuracy = integer(fix.eph ?? horizontalError(fix)) { json.int("acc", accuracy) }
-        if fix.mode == .threeD, let altitude = integer(fix.altitudeMSL ?? fix.altitudeHAE) { json.int("alt", altitude) }
-        if fix.mode == .threeD, let vertical = integer(fix.epv) { json.int("vac", vertical) }
-        if let speed = fix.speed, let kmh = integer(speed * 3.6) { json.int("vel", kmh) }
-        if let track = integer(fix.track) { json.int("cog", track % 360) }
-        json.string("tid", trackerID)
-        return json.finished()
+        var bytes: [UInt8] = []
+        JSONWriter.append(to: &bytes, capacity: 256) { json in
+            json.open()
+            json.string("_type", "location")
+            json.number("lat", latitude, 7)
+            json.number("lon", longitude, 7)
+            json.int("tst", Int(floorDivide(time.nanosecondsSinceEpoch, 1_000_000_000)))
+            if let accuracy = integer(fix.eph ?? horizontalError(fix)) { json.int("acc", accuracy) }
+            if fix.mode == .threeD, let altitude = integer(fix.altitudeMSL ?? fix.altitudeHAE) {
+                json.int("alt", altitude)
+            }
+            if fix.mode == .threeD, let vertical = integer(fix.epv) { json.int("vac", vertical) }
+            if let speed = fix.speed, let kmh = integer(speed * 3.6) { json.int("vel", kmh) }
+            if let track = integer(fix.track) { json.int("cog", track % 360) }
+            json.string("tid", trackerID)
+            json.close()
+        }
+        return bytes
     }
 
     /// OwnTracks' tracker id for a device, as its apps make one: the last two characters of the name.
@@ -71,11 +78,15 @@ public enum PowerPayload {
     /// `state` as ``PowerState`` names it, `powered` (whether the receiver may draw its operating
     /// current), and `failure` with the reason when the state is `failed` and one is known.
     public static func json(_ state: PowerState, failure: String? = nil) -> [UInt8] {
-        var json = JSONObjectWriter()
-        json.string("state", state.description)
-        json.bool("powered", state.isPowered)
-        if state == .failed, let failure { json.string("failure", failure) }
-        return json.finished()
+        var bytes: [UInt8] = []
+        JSONWriter.append(to: &bytes, capacity: 128 + (failure?.utf8.count ?? 0) * 6) { json in
+            json.open()
+            json.string("state", state.description)
+            json.bool("powered", state.isPowered)
+            if state == .failed, let failure { json.string("failure", failure) }
+            json.close()
+        }
+        return bytes
     }
 
     /// Every state's name, for Home Assistant's enum sensor.
@@ -104,7 +115,8 @@ public enum HomeAssistantDiscovery {
     /// Each has a `unique_id`, the same `device`, and `availability` on the status topic.
     public static func configs(topics: MQTTTopics, model: String, softwareVersion: String? = nil) -> [OutgoingMessage] {
         let node = nodeID(topics.device)
-        func common(_ json: inout JSONObjectWriter, object: String, name: String) {
+        func common(_ json: inout JSONWriter, object: String, name: String) {
+            json.open()
             json.string("name", name)
             json.string("unique_id", "\(node)-\(object)")
             json.string("object_id", "\(node)-\(object)")
@@ -119,32 +131,43 @@ public enum HomeAssistantDiscovery {
                 if let softwareVersion { device.string("sw_version", softwareVersion) }
             }
         }
-        var tracker = JSONObjectWriter()
-        common(&tracker, object: "location", name: "Location")
-        tracker.string("source_type", "gps")
-        tracker.string("json_attributes_topic", topics.ownTracks)
-        tracker.string("json_attributes_template",
-                       "{{ {'latitude': value_json.lat, 'longitude': value_json.lon, "
-                           + "'gps_accuracy': value_json.acc | default(0)} | tojson }}")
-        var satellites = JSONObjectWriter()
-        common(&satellites, object: "satellites", name: "Satellites used")
-        satellites.string("state_topic", topics.sky)
-        satellites.string("value_template", "{{ value_json.uSat | default(0) }}")
-        satellites.string("state_class", "measurement")
-        satellites.string("icon", "mdi:satellite-variant")
-        var power = JSONObjectWriter()
-        common(&power, object: "power", name: "Receiver power")
-        power.string("state_topic", topics.power)
-        power.string("value_template", "{{ value_json.state }}")
-        power.string("device_class", "enum")
-        power.strings("options", PowerPayload.stateNames)
+        func config(_ body: (inout JSONWriter) -> Void) -> [UInt8] {
+            var bytes: [UInt8] = []
+            JSONWriter.append(to: &bytes, capacity: 1024) { json in
+                body(&json)
+                json.close()
+            }
+            return bytes
+        }
+        let tracker = config { json in
+            common(&json, object: "location", name: "Location")
+            json.string("source_type", "gps")
+            json.string("json_attributes_topic", topics.ownTracks)
+            json.string("json_attributes_template",
+                        "{{ {'latitude': value_json.lat, 'longitude': value_json.lon, "
+                            + "'gps_accuracy': value_json.acc | default(0)} | tojson }}")
+        }
+        let satellites = config { json in
+            common(&json, object: "satellites", name: "Satellites used")
+            json.string("state_topic", topics.sky)
+            json.string("value_template", "{{ value_json.uSat | default(0) }}")
+            json.string("state_class", "measurement")
+            json.string("icon", "mdi:satellite-variant")
+        }
+        let power = config { json in
+            common(&json, object: "power", name: "Receiver power")
+            json.string("state_topic", topics.power)
+            json.string("value_template", "{{ value_json.state }}")
+            json.string("device_class", "enum")
+            json.strings("options", PowerPayload.stateNames)
+        }
         return [
             OutgoingMessage(topic: topics.discovery(component: "device_tracker", object: "location"),
-                            payload: tracker.finished(), qos: .atLeastOnce, retain: true),
+                            payload: tracker, qos: .atLeastOnce, retain: true),
             OutgoingMessage(topic: topics.discovery(component: "sensor", object: "satellites"),
-                            payload: satellites.finished(), qos: .atLeastOnce, retain: true),
+                            payload: satellites, qos: .atLeastOnce, retain: true),
             OutgoingMessage(topic: topics.discovery(component: "sensor", object: "power"),
-                            payload: power.finished(), qos: .atLeastOnce, retain: true),
+                            payload: power, qos: .atLeastOnce, retain: true),
         ]
     }
 }

@@ -1,6 +1,7 @@
 // Remote presence: every consumer that announces itself on `gnss-hat/DEVICE/demand/CONSUMER` with a
 // retained message is one subscription of the receiver, until an empty message (its own, or its
 // will when its connection dies) clears it.
+internal import GPSD
 
 /// What a present consumer asks for.
 public struct ConsumerDemand: Sendable, Hashable {
@@ -15,33 +16,40 @@ public struct ConsumerDemand: Sendable, Hashable {
     public static let maximumInterval = 86_400
 
     /// Reads a demand payload: a JSON object whose optional `interval` is a whole number of seconds
-    /// from 1 to a day. Other members are ignored (later versions may add some).
+    /// from 1 to a day. Other members are skipped, as gpsd's reader skips attributes it does not
+    /// know (later versions may add some); it is GPSD's request reader, so its limits hold too (an
+    /// attribute name of at most 31 characters, a value of at most 512).
     public init(payload: [UInt8]) throws(PresenceError) {
-        let members: [(name: String, value: JSONScalar)]
+        let attributes: [(name: String, value: RequestValue)]
         do {
-            members = try JSONObjectReader.members(of: payload)
+            let object = try RequestObjectReader.read(payload[...])
+            guard payload[object.end...].allSatisfy(RequestObjectReader.isSpace) else {
+                throw PresenceError.notAnObject("text after the object")
+            }
+            attributes = object.attributes
+        } catch let error as PresenceError {
+            throw error
         } catch {
-            throw .notAnObject(error.description)
+            throw .notAnObject("\(error)")
         }
         var interval: Int?
-        for member in members where member.name == "interval" {
-            guard case let .number(text) = member.value, let seconds = Int(text),
-                  (1...Self.maximumInterval).contains(seconds)
+        for attribute in attributes where attribute.name == "interval" {
+            guard case let .token(text) = attribute.value, text.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let seconds = Int(text), (1...Self.maximumInterval).contains(seconds)
             else {
-                throw .badInterval(Self.describe(member.value))
+                throw .badInterval(Self.describe(attribute.value))
             }
             interval = seconds
         }
         self.interval = interval
     }
 
-    private static func describe(_ value: JSONScalar) -> String {
+    private static func describe(_ value: RequestValue) -> String {
         switch value {
         case let .string(text): "\"\(text)\""
-        case let .number(text): text
-        case let .bool(flag): flag ? "true" : "false"
-        case .null: "null"
-        case .nested: "an array or object"
+        case let .token(text): text
+        case .array: "an array"
+        case .object: "an object"
         }
     }
 }

@@ -9,6 +9,16 @@ public struct MQTTTopics: Sendable, Hashable {
         self.ownTracksUser = ownTracksUser
     }
 
+    /// Checks an OwnTracks user name: one topic level (no `/`, `+`, `#` or control characters, at
+    /// most 64 bytes), as `owntracks/USER/DEVICE` needs.
+    public static func validateOwnTracksUser(_ user: String) throws(MQTTConfigurationError) {
+        guard !user.isEmpty else { throw .badOwnTracksUser(user, reason: "it is empty") }
+        guard user.utf8.count <= 64 else { throw .badOwnTracksUser(user, reason: "it is longer than 64 bytes") }
+        guard !user.unicodeScalars.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" || $0.value < 0x20 }) else {
+            throw .badOwnTracksUser(user, reason: "'/', '+', '#' and control characters cannot be in a topic level")
+        }
+    }
+
     var base: String { "gnss-hat/\(device.rawValue)" }
 
     /// Retained `online`; the will sets it to `offline`.

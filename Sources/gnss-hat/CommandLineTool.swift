@@ -130,7 +130,9 @@ enum CommandLineTool {
             // One line: a library error's description may span lines only by accident.
             let text = "\(error)".split(separator: "\n").joined(separator: "; ")
             StandardStream.error.write("gnss-hat \(name): \(text)\n")
-            if status == .usage {
+            // A mistake in an option's value (a bad broker URL) is its one line; a grammar mistake
+            // is followed by the usage line.
+            if status == .usage && !(error is CommandFailure) {
                 StandardStream.error.write("usage: gnss-hat \(name) [OPTIONS]"
                     + (spec.arguments.isEmpty ? "" : " " + spec.arguments) + " (gnss-hat \(name) --help for more)\n")
             }

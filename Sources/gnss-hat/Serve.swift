@@ -4,6 +4,7 @@
 import GNSSHat
 import GPSD
 import LinuxSystem
+import MQTT
 
 /// The `serve` subcommand.
 enum ServeCommand: Subcommand {
@@ -21,12 +22,14 @@ enum ServeCommand: Subcommand {
             .value("chrony-pps-socket", "PATH", "feed chrony's SOCK refclock at PATH with PPS edges (keeps it on)"),
             .flag("early-position", "publish a TPV as soon as an epoch's position is known"),
             .value("nice", "N", "scheduling priority, -20 to 19, as gpsd's (default: -10 where allowed)"),
-        ],
+        ] + MQTTOptions.specs,
         details: """
             Speaks gpsd's JSON protocol (gpspipe, cgps, python3-gps, chrony, ...) for one board. --linger defaults
             to 5 s here; --verbose logs clients, power and errors to standard error. Runs until SIGTERM or SIGINT
             (exit status 0; 4 if the receiver could not be switched off).
+            """ + "\n" + MQTTOptions.details + "\n" + """
             example: gnss-hat serve --board uputronics-gps-rtc --listen 0.0.0.0:2947
+            example: gnss-hat serve --mqtt mqtts://pi1@broker.lan --mqtt-password-file /etc/gnss-hat/mqtt-password
             """
     )
 
@@ -49,6 +52,12 @@ enum ServeCommand: Subcommand {
             throw UsageError("--nice needs a whole number from -20 to 19, not '\(arguments.value("nice") ?? "")'")
         }
         let minimumOff = try arguments.seconds("min-off")
+        let verbose = arguments.verbose
+        // The bridge's problems (a broker that refuses us, one that went away) are always printed;
+        // what it does (consumers, power) with --verbose.
+        let mqtt = try MQTTOptions.configuration(arguments) { level, line in
+            if level == .notice || verbose { standardError("gnss-hat serve: mqtt: \(line)") }
+        }
         // Handle SIGTERM and SIGINT before any thread starts, so none of them dies of it.
         let signals: SignalWatcher
         do {
@@ -56,7 +65,6 @@ enum ServeCommand: Subcommand {
         } catch {
             throw CommandFailure(.failure, "cannot handle signals: \(error)")
         }
-        let verbose = arguments.verbose
         let log: @Sendable (String) -> Void = { line in if verbose { standardError("gnss-hat serve: \(line)") } }
         // Like gpsd: a sentence's moment should not wait behind other work. Unprivileged, the
         // default is kept quietly (a systemd unit's Nice= sets it instead).
@@ -86,15 +94,33 @@ enum ServeCommand: Subcommand {
         } catch {
             throw CommandFailure(.failure, "\(error)")
         }
+        // The bridge starts before the service serves, and never waits for the broker: one that is
+        // down or refuses us is retried in the background while gpsd clients are served.
+        var bridge: MQTTBridge?
+        if let mqtt {
+            do {
+                let started = try MQTTBridge(receiver: receiver, configuration: mqtt)
+                try started.start()
+                bridge = started
+            } catch {
+                await receiver.shutdown()
+                throw CommandFailure(.failure, "--mqtt: \(error)")
+            }
+            standardError("gnss-hat serve: mqtt: publishing to \(mqtt.connection.broker) as "
+                + "\(mqtt.topics.device), the journal in \(mqtt.journalDirectory)")
+        }
         standardError("gnss-hat serve: board \(board.name), device \(source.device.path), listening on "
             + server.addresses.map(\.description).joined(separator: ", "))
         // The loop gets a thread of its own rather than blocking one of the few task threads.
         do {
             try server.start(signals: signals)
         } catch {
+            await bridge?.stop()
             throw CommandFailure(.failure, "\(error)")
         }
         await server.waitUntilStopped()
+        // The receiver is off: the bridge says so, says offline, and keeps what the broker lacks.
+        await bridge?.stop()
         // The last power-off may have failed (an output line that could not be driven even after
         // its retries): then the receiver may still draw power, and the exit status says so.
         if let failure = receiver.statistics.powerOffFailure {

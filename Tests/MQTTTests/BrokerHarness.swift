@@ -9,11 +9,17 @@ import LinuxSystem
 import Signals
 import TestSupport
 
-/// A user the broker knows, and what its ACL lets it do (`test/allowed/#` and `gnss-hat/#` only).
+/// A user the broker knows, and what its ACL lets it do (`test/allowed/#`, and a bridge's topics:
+/// `gnss-hat/#`, `owntracks/#`, `homeassistant/#`).
 let brokerUser = "gnss"
 let brokerPassword = "correct horse battery staple"
+/// A second user, for consumers when a test's ACL treats them apart from the bridge.
+let consumerUser = "consumer"
+let consumerPassword = "consumer secret"
 
 /// A long-running child process whose merged output is read line by line on a thread of its own.
+/// Tests in async code wait with ``line(containing:skip:limit:)``, which suspends instead of blocking
+/// a thread of the cooperative pool (the bridge under test needs those).
 final class Daemon: @unchecked Sendable {
     let name: String
     let process = Process()
@@ -21,15 +27,28 @@ final class Daemon: @unchecked Sendable {
     // Guarded by `condition`.
     private var lines: [String] = []
     private var ended = false
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter: UInt64 = 0
+    /// The child's standard input, when it was given one.
+    private let input: FileHandle?
 
-    init(_ name: String, executable: URL, _ arguments: [String]) throws {
+    init(_ name: String, executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+         withInput: Bool = false) throws {
         self.name = name
         process.executableURL = executable
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
+        let inputPipe = withInput ? Pipe() : nil
+        process.standardInput = inputPipe ?? FileHandle.nullDevice
+        input = inputPipe?.fileHandleForWriting
+        // Children started later must not inherit these pipes (this one's end of output would never come).
+        for handle in [pipe.fileHandleForReading, pipe.fileHandleForWriting]
+            + [inputPipe?.fileHandleForReading, inputPipe?.fileHandleForWriting].compactMap({ $0 }) {
+            _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        }
         try runWithNoSignalBlocked(process)
         let fd = pipe.fileHandleForReading.fileDescriptor
         Thread.detachNewThread { [self] in
@@ -45,16 +64,101 @@ final class Daemon: @unchecked Sendable {
                     pending.removeSubrange(...newline)
                     condition.lock()
                     lines.append(line)
+                    let ready = takeWaiters()
                     condition.broadcast()
                     condition.unlock()
+                    for waiter in ready { waiter.resume() }
                 }
             }
             condition.lock()
             ended = true
+            let ready = takeWaiters()
             condition.broadcast()
             condition.unlock()
+            for waiter in ready { waiter.resume() }
             withExtendedLifetime(pipe) {}
         }
+    }
+
+    /// With `condition` locked.
+    private func takeWaiters() -> [CheckedContinuation<Void, Never>] {
+        defer { waiters = [:] }
+        return Array(waiters.values)
+    }
+
+    /// Suspends until a line containing `text` has come (the `skip` first matches are passed over),
+    /// the child ends, or `limit` passes; the error says what the child printed.
+    @discardableResult
+    func line(containing text: String, skip: Int = 0, limit: Duration = .seconds(20)) async throws -> String {
+        let lines = try await lines("'\(text)'", limit: limit) { $0.filter { $0.contains(text) }.count > skip }
+        return lines.filter { $0.contains(text) }[skip]
+    }
+
+    /// Suspends until the first line `match` accepts has come, as ``line(containing:skip:limit:)``.
+    @discardableResult
+    func line(_ what: String, limit: Duration = .seconds(20), where match: @escaping (String) -> Bool) async throws
+        -> String
+    {
+        let lines = try await lines(what, limit: limit) { $0.contains(where: match) }
+        guard let found = lines.first(where: match) else { throw TestSetupError("\(name): no \(what)") }
+        return found
+    }
+
+    /// Suspends until every line so far satisfies `condition` (checked at each new line), the child
+    /// ends, or `limit` passes; returns the lines.
+    @discardableResult
+    func lines(_ what: String, limit: Duration = .seconds(20), until condition: @escaping ([String]) -> Bool)
+        async throws -> [String]
+    {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let (met, over, all) = locked { (condition(lines), ended, lines) }
+            if met { return all }
+            if over { throw TestSetupError("\(name) ended before printing \(what); it printed: \(all)") }
+            guard ContinuousClock.now < deadline else {
+                throw TestSetupError("\(name) printed no \(what) within \(limit); it printed: \(all)")
+            }
+            await changed(after: all.count, before: deadline)
+        }
+    }
+
+    /// Returns once there are more than `seen` lines (at once if a line came since they were
+    /// counted: waiting then would sleep until the deadline), or the end, or at `deadline`.
+    private func changed(after seen: Int, before deadline: ContinuousClock.Instant) async {
+        let id = locked { () -> UInt64 in
+            nextWaiter += 1
+            return nextWaiter
+        }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline)
+            self?.resume(id)
+        }
+        await withCheckedContinuation { continuation in
+            let now = locked { () -> Bool in
+                if ended || Task.isCancelled || lines.count > seen { return true }
+                waiters[id] = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        timer.cancel()
+    }
+
+    private func resume(_ id: UInt64) {
+        let waiter = locked { waiters.removeValue(forKey: id) }
+        waiter?.resume()
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body()
+    }
+
+    /// Writes a line to the child's standard input.
+    func send(_ line: String) throws {
+        guard let input else { throw TestSetupError("\(name) was started without an input") }
+        try input.write(contentsOf: Data((line + "\n").utf8))
     }
 
     /// Waits for a line containing `text` (the `skip` first matches are passed over).
@@ -142,7 +246,8 @@ struct TestCertificates {
     }
 }
 
-/// One Mosquitto broker of a test: a plain listener and a TLS one, users and ACL, no persistence.
+/// One Mosquitto broker of a test: a plain listener and a TLS one, users and ACL, no persistence
+/// unless asked.
 final class TestBroker: @unchecked Sendable {
     let directory: URL
     let port: Int
@@ -150,7 +255,23 @@ final class TestBroker: @unchecked Sendable {
     let certificates: TestCertificates
     private(set) var daemon: Daemon?
 
-    init() throws {
+    /// The ACL every test broker has unless a test gives its own: the test user may use the test
+    /// topics and everything a bridge publishes; the consumer user a bridge's demand level.
+    static let defaultACL = """
+        user \(brokerUser)
+        topic readwrite test/allowed/#
+        topic readwrite gnss-hat/#
+        topic readwrite owntracks/#
+        topic readwrite homeassistant/#
+
+        user \(consumerUser)
+        topic readwrite gnss-hat/#
+
+        """
+
+    /// `persistent`: the broker saves its sessions and queued messages at every change (so a
+    /// SIGKILL loses nothing a persistent subscriber was owed); `start`: false leaves it to the test.
+    init(acl: String = TestBroker.defaultACL, persistent: Bool = false, start: Bool = true) throws {
         directory = try TestPaths.temporaryDirectory()
         port = try freeLoopbackPort()
         tlsPort = try freeLoopbackPort()
@@ -158,13 +279,12 @@ final class TestBroker: @unchecked Sendable {
         let d = directory.path
         try runTool("/usr/bin/mosquitto_passwd", package: "mosquitto",
                     ["-b", "-c", "\(d)/passwords", brokerUser, brokerPassword])
-        let acl = """
-            user \(brokerUser)
-            topic readwrite test/allowed/#
-            topic readwrite gnss-hat/#
-
-            """
+        try runTool("/usr/bin/mosquitto_passwd", package: "mosquitto",
+                    ["-b", "\(d)/passwords", consumerUser, consumerPassword])
         try acl.write(toFile: "\(d)/acl", atomically: true, encoding: .utf8)
+        let persistence = persistent
+            ? "persistence true\npersistence_location \(d)/\nautosave_interval 1\nautosave_on_changes true"
+            : "persistence false"
         // Run as root, mosquitto would become user `mosquitto`, who cannot read this private directory.
         let user = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "root"
         let configuration = """
@@ -173,7 +293,7 @@ final class TestBroker: @unchecked Sendable {
             allow_anonymous false
             password_file \(d)/passwords
             acl_file \(d)/acl
-            persistence false
+            \(persistence)
             log_dest stderr
             log_type error
             log_type warning
@@ -187,7 +307,7 @@ final class TestBroker: @unchecked Sendable {
 
             """
         try configuration.write(toFile: "\(d)/mosquitto.conf", atomically: true, encoding: .utf8)
-        try start()
+        if start { try self.start() }
     }
 
     /// Starts (or restarts, on the same ports) the broker and waits until it says it runs.

@@ -203,7 +203,7 @@ import TestSupport
         try await log.first("SUBACK") { $0.subscribes(topics.demandFilter) }
         // A consumer as Python's paho-mqtt makes one: a retained demand and an empty retained will.
         let consumer = try Daemon("paho consumer", executable: URL(fileURLWithPath: "/usr/bin/python3"),
-                                  ["-u", "-c", pahoConsumer, "\(broker.port)", brokerUser, brokerPassword,
+                                  ["-u", "-c", Paho.consumer, "\(broker.port)", brokerUser, brokerPassword,
                                    topics.demandPrefix + "paho", #"{"interval":600}"#])
         try consumer.waitForLine(containing: "announced")
         var presence = PresenceMachine(topics: topics)
@@ -241,20 +241,4 @@ private let tcpRelay = """
         upstream = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
         threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
         threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
-    """
-
-/// A consumer: paho-mqtt connects with an empty retained will on its demand topic, announces its
-/// demand retained, says so, and stays until killed.
-private let pahoConsumer = """
-    import sys, threading
-    import paho.mqtt.client as mqtt
-    port, user, password, topic, demand = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-    client = mqtt.Client(client_id="paho-consumer")
-    client.username_pw_set(user, password)
-    client.will_set(topic, payload=None, qos=1, retain=True)
-    client.connect("127.0.0.1", int(port), keepalive=30)
-    client.loop_start()
-    client.publish(topic, demand, qos=1, retain=True).wait_for_publish()
-    print("announced", flush=True)
-    threading.Event().wait()
     """

@@ -135,9 +135,8 @@ import Testing
     }
 
     @Test func stringsAreEscaped() throws {
-        var writer = JSONObjectWriter()
-        writer.string("text", "a \"quote\", a \\ and a\nline")
-        let json = try object(writer.finished())
-        #expect(json["text"] as? String == "a \"quote\", a \\ and a\nline")
+        let reason = "a \"quote\", a \\ and a\nline"
+        let json = try object(PowerPayload.json(.failed, failure: reason))
+        #expect(json["failure"] as? String == reason)
     }
 }

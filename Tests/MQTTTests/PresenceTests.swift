@@ -26,7 +26,8 @@ import Testing
 
     @Test(arguments: [
         "not json", "[]", "{", #"{"interval":0}"#, #"{"interval":-5}"#, #"{"interval":1.5}"#,
-        #"{"interval":"600"}"#, #"{"interval":86401}"#, #"{"interval":600} trailing"#, #"{"a":01}"#,
+        #"{"interval":"600"}"#, #"{"interval":86401}"#, #"{"interval":600} trailing"#, #"{"interval":6e2}"#,
+        #"{"interval":[600]}"#, #"{"interval":600"#,
     ])
     func aMalformedDemandIsRejectedAndChangesNothing(payload: String) {
         var presence = PresenceMachine(topics: topics)
