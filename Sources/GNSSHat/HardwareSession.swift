@@ -33,14 +33,13 @@ let commonSpeeds = [9600, 38400, 115200, 4800, 19200, 57600, 230400, 460800, 921
 
 final class HardwareSession: Sendable {
     let board: Board
-    let hardware: HardwareAccess
+    /// The hardware the session runs on: its lines and openers, its link, its clock.
+    let hardware: any ReceiverHardware
     let clock: ReceiverClock
     let lines: PowerLines
     let log: MessageLog
     let configure: Bool
     let period: Duration
-    /// The device name used when the link is the simulator (its pseudo-terminal's path varies).
-    let simulatedDevice: @Sendable () -> String
     /// How received bytes are decoded (a new decoder for each power-on).
     let decoding: GNSSDecoder.Options
 
@@ -84,16 +83,16 @@ final class HardwareSession: Sendable {
         try await log.first(after: mark, within: timeout, where: matches)
     }
 
-    init(board: Board, hardware: HardwareAccess, clock: ReceiverClock, options: ReceiverOptions,
-         simulatedDevice: @escaping @Sendable () -> String = { "simulator" }) {
+    init(hardware: any ReceiverHardware, options: ReceiverOptions) {
+        let board = hardware.board
         self.board = board
         self.hardware = hardware
+        let clock = ReceiverClock(hardware.clock)
         self.clock = clock
-        self.lines = PowerLines(board: board, gpio: hardware.gpio)
+        self.lines = PowerLines(board: board, gpio: hardware.access.gpio)
         self.log = MessageLog(clock: clock)
         self.configure = options.configure ?? board.configuration.enabled
         self.period = options.period ?? board.configuration.period
-        self.simulatedDevice = simulatedDevice
         self.decoding = GNSSDecoder.Options(provisionalFixes: options.provisionalFixes)
     }
 
@@ -166,9 +165,11 @@ final class HardwareSession: Sendable {
             state.statistics.linkSpeed = nil
         }
         log.open()
+        // Read once: the hardware's link may move between power-ons (a pseudo-terminal that came back).
+        let link = hardware.link
         do {
             try lines.acquire()
-            let transport = try openTransport()
+            let transport = try openTransport(link)
             state.withLock { $0.transport = transport }
             let startReading = {
                 transport.start(
@@ -179,7 +180,7 @@ final class HardwareSession: Sendable {
             // A UART is read from before the power comes, so that no boot message is missed; a
             // DDC port is polled only once it is powered (an unpowered receiver would NAK every
             // poll), and keeps what it says meanwhile in its own buffer.
-            let pollsOnlyWhenPowered = if case .i2c = board.link { true } else { false }
+            let pollsOnlyWhenPowered = if case .i2c = link { true } else { false }
             if !pollsOnlyWhenPowered { startReading() }
             let mark = log.mark
             let runner = PowerStrategyRunner(session: self, transport: transport)
@@ -187,7 +188,7 @@ final class HardwareSession: Sendable {
                 try await runner.powerOn(strategy)
             }
             if pollsOnlyWhenPowered { startReading() }
-            try await awaitUp(after: mark, transport: transport)
+            try await awaitUp(after: mark, link: link, transport: transport)
             if configure {
                 let configurator = Configurator(session: self, transport: transport)
                 try await configurator.configure()
@@ -202,16 +203,15 @@ final class HardwareSession: Sendable {
         }
     }
 
-    func openTransport() throws(ReceiverError) -> any Transport {
-        switch board.link {
-        case .uart(let uart):
+    /// Opens `link` through the hardware's openers: a UART transport or a DDC one.
+    func openTransport(_ link: HardwareLink) throws(ReceiverError) -> any Transport {
+        switch link {
+        case .serial(let uart):
             return try openUART(path: uart.path, speed: uart.baud, rtsCts: uart.rtsCts)
-        case .simulator(let baud):
-            return try openUART(path: simulatedDevice(), speed: baud, rtsCts: false)
         case .i2c(let i2c):
             let bus: any I2CBus
             do {
-                bus = try hardware.openI2C(i2c.bus)
+                bus = try hardware.access.openI2C(i2c.bus)
             } catch {
                 throw .link(device: i2c.path, Self.fault(error, device: i2c.path))
             }
@@ -222,7 +222,7 @@ final class HardwareSession: Sendable {
     private func openUART(path: String, speed: Int, rtsCts: Bool) throws(ReceiverError) -> UARTTransport {
         let link: any SerialLink
         do {
-            link = try hardware.openSerial(path, speed, rtsCts)
+            link = try hardware.access.openSerial(path, speed, rtsCts)
             // Bytes from before this session (a receiver left running, a previous session's
             // tail) would be decoded as if they were new.
             try link.discardInput()
@@ -239,14 +239,13 @@ final class HardwareSession: Sendable {
 
     /// Waits for the first valid frame after `mark`; on a UART that stays silent, tries the
     /// common speeds and says which one worked.
-    private func awaitUp(after mark: UInt64, transport: any Transport) async throws {
+    private func awaitUp(after mark: UInt64, link: HardwareLink, transport: any Transport) async throws {
         let timeout = board.power.upTimeout
         if try await firstMessage(after: mark, within: timeout, where: { _ in true }) != nil { return }
         let configured: Int
         let detect: Bool
-        switch board.link {
-        case .uart(let uart): (configured, detect) = (uart.baud, uart.detectSpeed)
-        case .simulator(let baud): (configured, detect) = (baud, true)
+        switch link {
+        case .serial(let uart): (configured, detect) = (uart.baud, uart.detectSpeed)
         case .i2c: (configured, detect) = (0, false)
         }
         guard detect, let uart = transport as? UARTTransport else {

@@ -12,8 +12,11 @@ public import Signals
 /// a receiver that never answers) reaches every subscriber as a ``ReceiverError`` after the
 /// receiver has been switched off; the next subscriber starts afresh.
 ///
+/// The hardware comes from a ``HardwareProvider``: the system's (`.system`, the default) for boards
+/// on a UART or an I2C bus; GNSSHatSimulator's (`.simulated`) for the simulator boards.
+///
 /// ```swift
-/// let receiver = try Receiver(board: BoardCatalog.load("simulator"))
+/// let receiver = try Receiver(board: BoardCatalog.load("uputronics-gps-rtc"))
 /// for try await fix in receiver.fixes where fix.hasPosition {   // powers the receiver on
 ///     print(fix.latitude!, fix.longitude!)
 ///     break                                                     // last one out: off after the linger
@@ -22,6 +25,8 @@ public import Signals
 public final class Receiver: Sendable {
     /// The board this receiver sits on.
     public let board: Board
+    /// The hardware the receiver runs on (a ``BoardHardware``, a simulated hat, ...).
+    public let hardware: any ReceiverHardware
     /// Every event of the hardware session (messages, epoch starts, provisional and complete fixes, sky
     /// views, PPS pulses, notices), decoded once for every view.
     public let events: RefCountedSignal<ReceiverEvent>
@@ -34,55 +39,34 @@ public final class Receiver: Sendable {
     public let pps: RefCountedSignal<PPSPulse>
     /// Every decoded message, in arrival order.
     public let messages: RefCountedSignal<Message>
-    /// The simulated hat behind a simulator board (nil for real hardware).
-    public let simulator: SimulatedHat?
 
     let session: HardwareSession
+    /// Whether ``shutdown()`` ends the hardware too: it does when this receiver opened it.
+    private let ownsHardware: Bool
 
-    /// A receiver on `board`, reaching the hardware through `hardware`, with every timer
-    /// (linger, time-outs, polling) on `clock`.
+    /// A receiver on `board`, on the hardware `provider` opens for it (the system's by default),
+    /// with every timer (linger, time-outs, polling) on `clock`. The hardware ends with the
+    /// receiver's ``shutdown()``. Throws ``NoHardwareProvider`` when `provider` does not serve the
+    /// board, or what opening its hardware threw.
     public convenience init(
-        board: Board, options: ReceiverOptions = ReceiverOptions(), hardware: HardwareAccess,
+        board: Board, options: ReceiverOptions = ReceiverOptions(), hardware provider: some HardwareProvider = .system,
         clock: some Clock<Duration> = ContinuousClock()
-    ) {
-        self.init(board: board, options: options, hardware: hardware, clock: clock, simulator: nil)
-    }
-
-    /// A receiver on a real board through the system's hardware, or — for a board whose link
-    /// is `simulator` — on a new ``SimulatedHat`` (a pseudo-terminal and simulated lines).
-    public convenience init(
-        board: Board, options: ReceiverOptions = ReceiverOptions(), clock: some Clock<Duration> = ContinuousClock()
     ) throws {
-        if case .simulator = board.link {
-            let hat = try SimulatedHat(board: board, clock: clock)
-            self.init(hat: hat, options: options, ownsHat: true)
-        } else {
-            self.init(board: board, options: options, hardware: .system(), clock: clock, simulator: nil)
-        }
+        let hardware = try provider.hardware(for: board, clock: clock)
+        self.init(hardware: hardware, options: options, ownsHardware: true)
     }
 
-    /// A receiver on a simulated hat, on the hat's clock.
-    public convenience init(hat: SimulatedHat, options: ReceiverOptions = ReceiverOptions()) {
-        self.init(hat: hat, options: options, ownsHat: false)
+    /// A receiver on hardware made by its owner (a simulated hat a test drives, a rig's lines), on
+    /// the hardware's board and clock. The hardware stays its owner's: ``shutdown()`` leaves it.
+    public convenience init(on hardware: some ReceiverHardware, options: ReceiverOptions = ReceiverOptions()) {
+        self.init(hardware: hardware, options: options, ownsHardware: false)
     }
 
-    private convenience init(hat: SimulatedHat, options: ReceiverOptions, ownsHat: Bool) {
-        self.init(board: hat.board, options: options, hardware: hat.hardware, clock: hat.clock,
-                  simulator: hat, ownsHat: ownsHat)
-    }
-
-    private let ownsHat: Bool
-
-    private init<C: Clock<Duration>>(
-        board: Board, options: ReceiverOptions, hardware: HardwareAccess, clock: C, simulator: SimulatedHat?,
-        ownsHat: Bool = false
-    ) {
-        self.board = board
-        self.simulator = simulator
-        self.ownsHat = ownsHat
-        let session = HardwareSession(
-            board: board, hardware: hardware, clock: ReceiverClock(clock), options: options,
-            simulatedDevice: { simulator?.devicePath ?? "simulator" })
+    private init(hardware: any ReceiverHardware, options: ReceiverOptions, ownsHardware: Bool) {
+        board = hardware.board
+        self.hardware = hardware
+        self.ownsHardware = ownsHardware
+        let session = HardwareSession(hardware: hardware, options: options)
         self.session = session
         let configuration = SignalConfiguration(
             linger: options.linger ?? board.power.linger,
@@ -90,7 +74,7 @@ public final class Receiver: Sendable {
             replay: .none,
             restart: .onNextSubscriber
         )
-        events = RefCountedSignal(configuration: configuration, clock: clock) { emitter in
+        events = RefCountedSignal(configuration: configuration, clock: hardware.clock) { emitter in
             try await session.start(emitter)
         } stop: {
             await session.stop()
@@ -109,15 +93,12 @@ public final class Receiver: Sendable {
         }
     }
 
-    /// The device the receiver is read from: the UART's path, the I2C bus's, or the simulated
-    /// hat's pseudo-terminal.
-    public var devicePath: String {
-        switch board.link {
-        case .uart(let uart): uart.path
-        case .i2c(let i2c): i2c.path
-        case .simulator: simulator?.devicePath ?? "simulator"
-        }
-    }
+    /// How the receiver is reached now: its serial port and speed, or its I2C bus.
+    public var link: HardwareLink { hardware.link }
+
+    /// The device the receiver is read from: the UART's path (a simulated hat's pseudo-terminal) or
+    /// the I2C bus's.
+    public var devicePath: String { link.path }
 
     /// The power state now.
     public var powerState: PowerState { PowerState(events.state) }
@@ -180,8 +161,8 @@ public final class Receiver: Sendable {
     }
 
     /// Switches the receiver off (at once, without linger) and ends every subscription with
-    /// `SignalError.shutDown`; releases the GPIO lines. A simulated hat this receiver made is
-    /// shut down too.
+    /// `SignalError.shutDown`; releases the GPIO lines. Hardware this receiver opened itself (through
+    /// a provider) ends too.
     public func shutdown() async {
         await fixes.shutdown()
         await sky.shutdown()
@@ -189,7 +170,7 @@ public final class Receiver: Sendable {
         await messages.shutdown()
         await events.shutdown()
         session.release()
-        if ownsHat { await simulator?.shutdown() }
+        if ownsHardware { await hardware.shutdown() }
     }
 }
 

@@ -45,7 +45,7 @@ enum EnergyBenchmark {
         }
         let clock = ManualClock()
         let hat = try SimulatedHat(board: board, clock: clock, connection: .pseudoTerminal, timing: .driven)
-        let receiver = Receiver(hat: hat)
+        let receiver = Receiver(on: hat)
         let driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
         let started = ContinuousClock.now
 

@@ -142,7 +142,7 @@ func withReceiver(
 ) async throws {
     let board = try BoardCatalog.load(boardName)
     let simulator = try HatSimulator(port: port, lines: lines)
-    let receiver = Receiver(board: board, hardware: rigHardware())
+    let receiver = try Receiver(board: board, hardware: SystemHardware(access: rigHardware()))
     do {
         try await body(receiver, simulator)
     } catch {

@@ -71,7 +71,8 @@ enum ServeCommand: Subcommand {
         if let minimumOff { board.power.minimumOffTime = minimumOff }
         // --early-position: the receiver hands out each epoch's provisional fix, which the source reports.
         let receiver = try Receiver(
-            board: board, options: ReceiverOptions(linger: linger, provisionalFixes: arguments.flag("early-position")))
+            board: board, options: ReceiverOptions(linger: linger, provisionalFixes: arguments.flag("early-position")),
+            hardware: CommandHardware.providers())
         let source = GPSDSource.receiver(receiver)
         let server: GPSDServer
         do {

@@ -28,7 +28,7 @@ struct Rig {
         settings?(&simulation)
         hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: connection, timing: .driven,
                                settings: simulation)
-        receiver = Receiver(hat: hat, options: options)
+        receiver = Receiver(on: hat, options: options)
         driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
     }
 

@@ -8,8 +8,8 @@ import LinuxSystem
 public import PiHardware
 import Signals
 
-/// The simulated receiver on its hat, ready for a `Receiver` to use.
-public final class SimulatedHat: Sendable {
+/// The simulated receiver on its hat: the hardware a `Receiver` runs on (`Receiver(on: hat)`).
+public final class SimulatedHat: ReceiverHardware {
     /// How the host reaches the simulated receiver's UART.
     public enum Connection: Sendable, Hashable {
         /// A pseudo-terminal: the host opens its device path as a serial port (speed ignored).
@@ -25,7 +25,7 @@ public final class SimulatedHat: Sendable {
     /// The clock of the simulation; a `Receiver` on this hat uses it too.
     public let clock: any Clock<Duration>
     /// The GPIO lines, the serial port opener and the I2C opener a `Receiver` uses.
-    public let hardware: HardwareAccess
+    public let access: HardwareAccess
     /// What is in flight between host and receiver.
     public let traffic = HatTraffic()
     public let connection: Connection
@@ -75,7 +75,7 @@ public final class SimulatedHat: Sendable {
         // weak reference, or the hat (its clock, receiver and wake-up descriptor) would hold
         // itself for ever. Once the hat is gone, there is nothing to open.
         let hatBox = Lock(WeakHat())
-        hardware = HardwareAccess(
+        access = HardwareAccess(
             gpio: wired,
             openSerial: { _, speed, _ in
                 guard let hat = hatBox.withLock({ $0.hat }) else { throw SerialError.closed(device: "simulator") }
@@ -101,6 +101,38 @@ public final class SimulatedHat: Sendable {
     /// The device path a host opens: the pseudo-terminal's (it changes after `reappear()`).
     public var devicePath: String {
         state.withLock { $0.terminal?.devicePath ?? "simulator" }
+    }
+
+    /// The receiver's UART as the host sees it: the pseudo-terminal (or the in-process link) at the
+    /// board's speed, with the other common speeds tried when the receiver does not answer there.
+    public var link: HardwareLink {
+        switch board.link {
+        case .i2c(let i2c): .i2c(i2c)
+        case .uart(let uart): .serial(Board.UART(path: devicePath, baud: uart.baud, detectSpeed: uart.detectSpeed))
+        case .simulator(let baud): .serial(Board.UART(path: devicePath, baud: baud))
+        }
+    }
+
+    /// That the hat is simulated, and so has no hardware line to show.
+    public func status() -> HardwareStatus {
+        HardwareStatus(lines: [
+            note,
+            "For a simulated receiver other programs can open, run 'gnss-hat simulate'.",
+        ])
+    }
+
+    /// What the simulated receiver does after the power sequence (once it has had its boot time).
+    public func powerReport(afterPowerOn: Bool) async -> [String] {
+        if afterPowerOn, receiver.mode == .booting, let boot = receiver.timeToNextEvent {
+            try? await clock.sleep(for: boot + .milliseconds(200))
+        }
+        return [note, "simulated receiver: \(receiver.mode) after power-\(afterPowerOn ? "on" : "off")"]
+            + (afterPowerOn ? ["(the simulated hat goes away when this process ends)"] : [])
+    }
+
+    private var note: String {
+        "\(board.name) is simulated: its enable \(board.gpio.enable.map(\.description) ?? "(none)") "
+            + "and receiver exist only inside this process; no hardware line is touched."
     }
 
     // MARK: - Faults of the hat
