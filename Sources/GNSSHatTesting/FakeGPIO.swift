@@ -1,5 +1,5 @@
 // A fake set of GPIO lines: outputs record every level driven, inputs emit edges on demand.
-import GNSSHat  // EdgeQueue
+import GNSSHatSimulator  // EdgeQueue
 public import LinuxSystem
 public import PiHardware
 

@@ -3,6 +3,7 @@
 // flight between host and receiver and the Receiver's power sequence is not working, so that a
 // time-out can never fire for a reply on its way and time never jumps over work in progress.
 public import GNSSHat
+public import GNSSHatSimulator
 import LinuxSystem
 import Signals
 

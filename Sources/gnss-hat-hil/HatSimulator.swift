@@ -5,6 +5,7 @@
 // only through the kernel: libgpiod, termios, I2C_RDWR.
 import Dispatch
 import GNSSHat
+import GNSSHatSimulator
 import Glibc
 import LinuxSystem
 

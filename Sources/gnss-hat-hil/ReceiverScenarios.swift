@@ -7,6 +7,7 @@
 // Waits are conditions polled with a deadline (a bound on a hang, failing with what was
 // awaited); the one fixed window is the observation that DDC polling has stopped.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import Glibc
 import LinuxSystem

@@ -1,6 +1,7 @@
 // The composition root's choice of hardware: every command that opens a board opens it through
 // these providers, so no command asks whether its board is simulated.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import LinuxSystem
 

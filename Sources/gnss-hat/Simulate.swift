@@ -1,6 +1,7 @@
 // `gnss-hat simulate`: the simulated receiver on a pseudo-terminal, for other programs (gpsd,
 // gpspipe, minicom) to open as if it were a hat's serial port.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import LinuxSystem
 

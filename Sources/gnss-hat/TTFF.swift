@@ -2,6 +2,7 @@
 // whether the enable line is inactive once the last subscriber has gone. The measuring half of
 // scripts/hil-pi.sh, in Swift so the script parses one JSON line rather than a live view.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import LinuxSystem
 import Signals

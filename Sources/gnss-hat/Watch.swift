@@ -3,6 +3,7 @@
 // ERROR objects and gpsd's TPV and SKY). `--demo` runs a scripted set of clients that come and
 // go, so the power is seen switching on and off.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import GPSD
 import LinuxSystem

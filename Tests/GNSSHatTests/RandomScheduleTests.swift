@@ -1,5 +1,6 @@
 import Foundation
 import GNSSHat
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import LinuxSystem

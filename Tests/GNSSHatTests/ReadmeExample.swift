@@ -1,4 +1,5 @@
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import Signals
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GNSSHat  // PowerStrategyRunner.lineOffAttempts
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import LinuxSystem

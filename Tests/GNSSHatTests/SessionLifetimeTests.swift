@@ -1,4 +1,5 @@
 @testable import GNSSHat  // Receiver.session: the HardwareSession that owns the PPS thread
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import PiHardware

@@ -1,4 +1,5 @@
-@testable import GNSSHat  // SimulatedHat.whenHostOpenAccepted: a fault in the middle of an open
+import GNSSHat
+@testable import GNSSHatSimulator  // SimulatedHat.whenHostOpenAccepted: a fault in the middle of an open
 import GNSSHatTesting
 import GNSSProtocol
 import LinuxSystem

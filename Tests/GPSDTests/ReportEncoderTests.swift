@@ -1,5 +1,6 @@
 import Foundation
 @testable import GNSSHat  // ReceiverEvent.forEach(of:): decoder outputs as the session delivers them
+import GNSSHatSimulator
 import GNSSProtocol
 @testable import GPSD
 import PiHardware

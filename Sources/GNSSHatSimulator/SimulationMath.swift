@@ -1,4 +1,4 @@
-// Small numeric helpers for the simulator: GNSSHat imports no C library, so sine and cosine
+// Small numeric helpers for the simulator: it imports no C library, so sine and cosine
 // are computed here (a trajectory needs a few digits, not libm's last bit), and random
 // numbers come from a seeded generator so that every simulation can be replayed exactly.
 
@@ -45,12 +45,6 @@ enum SimulationMath {
     }
 
     static func radians(_ degrees: Double) -> Double { degrees * .pi / 180 }
-
-    /// Milliseconds in a duration (rounded down).
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
 
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

@@ -1,5 +1,6 @@
 import Foundation
-@testable import GNSSHat
+@testable import GNSSHat  // Configurator.valsetItems: what the session configures, the receiver accepts
+@testable import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import Signals
@@ -9,7 +10,7 @@ import Testing
 final class ModelBench: Sendable {
     let clock = ManualClock()
     let receiver: SimulatedReceiver
-    private let output = Delivered()
+    private let output = SentBytes()
 
     init(
         _ dialect: SimulatedReceiver.Dialect, simulation: Board.Simulation = Board.Simulation(coldStart: .seconds(26))

@@ -1,5 +1,6 @@
 // The simulator's hardware provider: for a simulator board, a new simulated hat (its receiver on a
 // pseudo-terminal, its lines in memory) on the Receiver's clock, which may run at any speed.
+public import GNSSHat
 public import GNSSProtocol
 
 /// The provider of simulated hats: it serves the boards whose link is a simulated receiver.

@@ -3,6 +3,7 @@
 // configuration and power commands, and misbehaves on request. It writes its output to any
 // sink (a pseudo-terminal, an in-process link, a DDC simulator's control device) and takes
 // host bytes from whoever reads that sink. Every encoding is GNSSProtocol's.
+public import GNSSHat
 public import GNSSProtocol
 import LinuxSystem
 import PiHardware
@@ -141,7 +142,7 @@ public final class SimulatedReceiver: Sendable {
 
     public let settings: Settings
     public let timing: Timing
-    let clock: ReceiverClock
+    let clock: SimulationClock
     private let state: Lock<Model>
     private let sink = Lock<(@Sendable ([UInt8]) -> Void)?>(nil)
     private let timer = Lock<(generation: UInt64, task: Task<Void, Never>?)>((0, nil))
@@ -151,7 +152,7 @@ public final class SimulatedReceiver: Sendable {
     public init(settings: Settings, clock: some Clock<Duration>, timing: Timing = .selfTimed) {
         self.settings = settings
         self.timing = timing
-        self.clock = ReceiverClock(clock)
+        self.clock = SimulationClock(clock)
         state = Lock(Model(settings: settings))
     }
 

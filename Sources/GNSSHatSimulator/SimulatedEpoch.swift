@@ -1,6 +1,7 @@
 // The simulated receiver's navigation output for one epoch, encoded by GNSSProtocol: u-blox NMEA
 // (GN talker, per-system GSV) with the UBX NAV messages configuration enabled, or MTK NMEA
 // (GP talker, PMTK314 rates).
+import GNSSHat
 import GNSSProtocol
 public import LinuxSystem
 public import PiHardware
@@ -158,9 +159,9 @@ public final class SimulatedEdgeSource: EdgeEventSource {
 
     /// How many times ``nextEdge(timeout:)`` was called (tests: a reader that can be woken
     /// never needs it).
-    var timedWaits: Int { queue.timedWaits }
+    public var timedWaits: Int { queue.timedWaits }
     /// How many ``nextEdge(until:)`` calls ended woken, with no edge.
-    var wokenWaits: Int { queue.wokenWaits }
+    public var wokenWaits: Int { queue.wokenWaits }
 
     public func nextEdge(timeout: Duration) throws -> EdgeEvent? {
         try queue.next(timeout: timeout)

@@ -2,6 +2,7 @@
 // FORCE_ON, EXTINT follow what the host drives; its PPS is an edge source) and to a link — a
 // pseudo-terminal the host opens as a serial port, or an in-process link for fast tests — with
 // traffic accounting so that a driver of a manual clock can tell when nothing is in flight.
+public import GNSSHat
 import Dispatch
 import GNSSProtocol
 import LinuxSystem
