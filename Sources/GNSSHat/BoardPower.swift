@@ -44,6 +44,10 @@ public final class BoardPower: Sendable {
     }
 
     private func run(on: Bool) async throws -> [String] {
+        try await session.asSequence { try await runStrategies(on: on) }
+    }
+
+    private func runStrategies(on: Bool) async throws -> [String] {
         try session.lines.acquire()
         let strategies = on ? board.power.strategies : board.power.strategies.reversed()
         var transport: (any Transport)?

@@ -54,6 +54,8 @@ final class HardwareSession: Sendable {
         var firstFixSeen = false
         var statisticsWaiters: [(condition: @Sendable (ReceiverStatistics) -> Bool,
                                  continuation: CheckedContinuation<Void, Never>)] = []
+        /// The worker of the power sequence in progress (start, stop, or a BoardPower run).
+        var sequence: ReceiverClock.Worker?
     }
 
     private let state = Lock(State())
@@ -63,24 +65,28 @@ final class HardwareSession: Sendable {
     /// pulses). Without one (no eventfd to be had) waits time out after `edgeWakeCheckInterval`
     /// instead, which bounds how long `stop()` waits for the loop to notice.
     private let ppsWake = try? Waker()
-    /// Whether the session is waiting for time or for the receiver to answer (not working).
-    var isWaiting: Bool { clock.pendingWait.waiting }
-
-    /// How long until the earliest deadline of the session's waits.
-    var timeToNextDeadline: Duration? {
-        clock.pendingWait.deadline.map { max($0 - clock.now(), .zero) }
-    }
-
-    /// Sleeps on the session's clock, recorded as a wait.
+    /// Sleeps on the session's clock, as the power sequence's wait.
     func sleep(for duration: Duration) async throws {
-        try await clock.sleep(for: duration)
+        try await clock.sleep(for: duration, as: state.withLock { $0.sequence })
     }
 
-    /// The first message after `mark` that matches, or nil after `timeout` (a recorded wait).
+    /// The first message after `mark` that matches, or nil after `timeout` (the power sequence's wait).
     func firstMessage(
         after mark: UInt64, within timeout: Duration, where matches: @escaping @Sendable (Message) -> Bool
     ) async throws -> Message? {
-        try await log.first(after: mark, within: timeout, where: matches)
+        try await log.first(after: mark, within: timeout, as: state.withLock { $0.sequence }, where: matches)
+    }
+
+    /// Runs `body` as the power sequence: one worker on the session's record of its work, whose
+    /// waits (``sleep(for:)``, ``firstMessage(after:within:where:)``) say the sequence waits for time.
+    func asSequence<T>(_ body: () async throws -> T) async rethrows -> T {
+        let worker = clock.beginWork(sequence: true)
+        state.withLock { $0.sequence = worker }
+        defer {
+            state.withLock { $0.sequence = nil }
+            clock.endWork(worker)
+        }
+        return try await body()
     }
 
     init(hardware: any ReceiverHardware, options: ReceiverOptions) {
@@ -153,6 +159,10 @@ final class HardwareSession: Sendable {
     /// The power-on sequence. Throws a `ReceiverError`; the signal then runs `stop()`, which
     /// switches everything off whatever point this reached.
     func start(_ emitter: SignalEmitter<ReceiverEvent>) async throws {
+        try await asSequence { try await powerOn(emitter) }
+    }
+
+    private func powerOn(_ emitter: SignalEmitter<ReceiverEvent>) async throws {
         let now = clock.now()
         state.withLock { state in
             state.emitter = emitter
@@ -331,7 +341,11 @@ final class HardwareSession: Sendable {
         }
     }
 
+    /// The read loop failed: the failure is counted, the waits for messages end, and the signal
+    /// fails (it then runs `stop()`). Work of its own until the signal has the failure.
     private func linkFailed(_ error: any Error, device: String) {
+        let handling = clock.beginWork()
+        defer { clock.endWork(handling) }
         let fault = Self.fault(error, device: device)
         let failure: ReceiverError =
             fault.deviceIsGone ? .deviceGone(device: device, fault) : .link(device: device, fault)
@@ -349,8 +363,10 @@ final class HardwareSession: Sendable {
         emitter?.send(.notice(text))
     }
 
-    /// Sends bytes to the receiver, counting them.
+    /// Sends bytes to the receiver, counting them: work of its own until the link has them.
     func send(_ bytes: [UInt8], through transport: any Transport) async throws {
+        let sending = clock.beginWork()
+        defer { clock.endWork(sending) }
         updateStatistics { $0.bytesSent += bytes.count }
         do {
             try await transport.send(bytes)
@@ -376,10 +392,13 @@ final class HardwareSession: Sendable {
             return
         }
         ppsControl.begin()
+        // Before the loop's thread runs: an edge that comes meanwhile is on its way to the loop.
+        source.readingStarted()
         do {
             try ppsThread.async { [self] in ppsLoop(source, emitter) }
         } catch {
             notice("PPS is not available: \(error)")
+            source.readingEnded()
             lines.dropPPS()
             ppsControl.ended()
         }
@@ -402,6 +421,7 @@ final class HardwareSession: Sendable {
                 break
             }
         }
+        source.readingEnded()
         ppsControl.ended()
     }
 
@@ -411,6 +431,10 @@ final class HardwareSession: Sendable {
     /// going), then every strategy's off action in reverse order (each tried even if an earlier
     /// one failed), then the link closes. Never throws: failures are recorded.
     func stop() async {
+        await asSequence { await powerOff() }
+    }
+
+    private func powerOff() async {
         await ppsControl.stop(waking: { ppsWake?.wake() })
         let transport = state.withLock { $0.transport }
         await transport?.stopReading()

@@ -10,7 +10,7 @@ public import PiHardware
 import Signals
 
 /// The simulated receiver on its hat: the hardware a `Receiver` runs on (`Receiver(on: hat)`).
-public final class SimulatedHat: ReceiverHardware {
+public final class SimulatedHat: ReceiverHardware, ActivityReporting {
     /// How the host reaches the simulated receiver's UART.
     public enum Connection: Sendable, Hashable {
         /// A pseudo-terminal: the host opens its device path as a serial port (speed ignored).
@@ -92,6 +92,7 @@ public final class SimulatedHat: ReceiverHardware {
         )
         hatBox.withLock { $0.hat = self }
         receiver.connect { [weak self] bytes in self?.receiverSends(bytes) }
+        receiver.ppsOutput.countInFlight(in: traffic)
         try attachLink()
         // Without an enable line nothing switches the supply: the receiver is always powered.
         if board.gpio.enable == nil { receiver.setMainPower(true) }
@@ -175,11 +176,19 @@ public final class SimulatedHat: ReceiverHardware {
     /// Whether the device is there.
     public var isPresent: Bool { state.withLock { $0.present } }
 
-    /// Suspends until no byte is in flight: everything the receiver sent has been read and
-    /// processed by the host (or dropped because the host closed the port), and everything the
-    /// host sent has been processed by the receiver.
+    /// Suspends until nothing is in flight: everything the receiver sent has been read and
+    /// processed by the host (or dropped because the host closed the port), everything the host
+    /// sent has been processed by the receiver, and every PPS edge the host reads has been handled.
     public func settled() async {
         await traffic.waitUntilSettled()
+    }
+
+    /// Idle when nothing is in flight (the traffic's activity): the hat itself only passes bytes
+    /// and edges on, its receiver on a `.driven` timing acts only when its driver ticks it.
+    public var activity: Activity { traffic.activity }
+
+    public func waitForActivity(after changes: UInt64) async {
+        await traffic.waitForActivity(after: changes)
     }
 
     /// Stops the simulated receiver and closes the link.
