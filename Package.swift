@@ -126,7 +126,10 @@ let package = Package(
         // CLinuxShims: the C declaration of chrony's sample, to check the layout GPSD spells out.
         .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals",
                                                    "LinuxSystem", "PiHardware", "CLinuxShims", "TestSupport"]),
-        .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals", "LinuxSystem"]),
+        .testTarget(
+            name: "GNSSHatTestingTests",
+            dependencies: ["GNSSHatTesting", "GNSSHat", "GNSSHatSimulator", "Signals", "LinuxSystem"]
+        ),
         // Against a real Mosquitto broker each test starts on a free loopback port.
         .testTarget(
             name: "MQTTTests",

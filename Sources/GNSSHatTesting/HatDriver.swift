@@ -24,7 +24,8 @@ import Signals
 ///   waited for.
 ///
 /// A part outside these (a task of the test's own sleeping on the clock and doing more than one
-/// step when woken) is not seen: give it to ``run(limit:_:)`` instead.
+/// step when woken) is not seen: give it to ``run(limit:_:)`` instead, or make it report its
+/// activity and pass it in `alsoWaitingFor`.
 public final class HatDriver: Sendable {
     public let clock: ManualClock
     public let hat: SimulatedHat
@@ -32,6 +33,8 @@ public final class HatDriver: Sendable {
     public let receiver: Receiver?
     /// Where the operations of ``run(limit:_:)`` run, so that the driver sees when they are idle.
     private let operations = OperationExecutor()
+    /// Parts of the caller's to wait for too.
+    private let others: [any ActivityReporting]
 
     /// The driver's own time limit ran out before an operation finished.
     public struct TimeLimitReached: Error, CustomStringConvertible {
@@ -39,10 +42,16 @@ public final class HatDriver: Sendable {
         public var description: String { "the operation did not finish within \(limit) of simulated time" }
     }
 
-    public init(hat: SimulatedHat, clock: ManualClock, receiver: Receiver? = nil) {
+    /// A driver of `clock` for `hat` (made with `.driven` timing), waiting for `receiver` and for
+    /// the parts in `alsoWaitingFor` (components of the caller's that report their activity).
+    public init(
+        hat: SimulatedHat, clock: ManualClock, receiver: Receiver? = nil,
+        alsoWaitingFor others: [any ActivityReporting] = []
+    ) {
         self.hat = hat
         self.clock = clock
         self.receiver = receiver
+        self.others = others
     }
 
     /// The next deadline: the earliest sleeper's, the simulated receiver's next event, or the
@@ -62,13 +71,14 @@ public final class HatDriver: Sendable {
     private var parts: [any ActivityReporting] {
         var parts: [any ActivityReporting] = [hat, clock, operations]
         if let receiver { parts.append(receiver) }
-        return parts
+        return parts + others
     }
 
-    /// Whether every part is idle now, each part's activity as it was read.
+    /// Each part's activity as it reads now, by name (for a test's diagnostics).
     public var activity: [String: Activity] {
         var activity = ["hat": hat.activity, "clock": clock.activity, "operations": operations.activity]
         activity["receiver"] = receiver?.activity
+        for (index, part) in others.enumerated() { activity["part \(index)"] = part.activity }
         return activity
     }
 
@@ -101,6 +111,7 @@ public final class HatDriver: Sendable {
         let target = clock.now.advanced(by: duration)
         while true {
             await settle()
+            // Cancelled: not even the final move to the target (a test's time limit ends the drive).
             if Task.isCancelled { return }
             guard let next = nextDeadline, next <= target else { break }
             move(to: next)
