@@ -41,6 +41,23 @@ struct ConditionWaitersTests {
         #expect(flag.value)
     }
 
+    @Test("a resumeAll() while the condition does not hold only makes the waiter look again")
+    func resumedWhileFalse() async {
+        let waiters = ConditionWaiters()
+        let looks = SharedValue(0)
+        // The look after parking resumes every waiter (for some other change) and says no; the
+        // waiter must look a third time, which says yes.
+        await waiters.wait {
+            let look = looks.update { looks -> Int in
+                looks += 1
+                return looks
+            }
+            if look == 2 { waiters.resumeAll() }
+            return look > 2
+        }
+        #expect(looks.value == 3, "the wait ended on a resumeAll() with its condition false")
+    }
+
     @Test("a change that lands between the waiter's first look and its parking is not missed")
     func changeWhileParking() async {
         let waiters = ConditionWaiters()
