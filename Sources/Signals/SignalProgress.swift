@@ -17,14 +17,4 @@ package struct SignalProgress: Sendable, Equatable {
     /// Counts the transitions and the derived starts that began to wait; anything above that
     /// changes changes it too.
     package var changes: UInt64
-
-    package init(
-        state: SignalState, isPending: Bool, startsWaitingForRunning: Int, timeToTimer: Duration?, changes: UInt64
-    ) {
-        self.state = state
-        self.isPending = isPending
-        self.startsWaitingForRunning = startsWaitingForRunning
-        self.timeToTimer = timeToTimer
-        self.changes = changes
-    }
 }
