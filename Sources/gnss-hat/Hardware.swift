@@ -7,8 +7,9 @@ import LinuxSystem
 
 enum CommandHardware {
     /// The machine's own hardware for boards on a UART or an I2C bus, simulated hats for the
-    /// simulator boards. `simulatedDayStartsNow`: the simulated receiver tells the time of the day
-    /// it runs in (`watch`), rather than a fixed day's, which repeats from run to run.
+    /// simulator boards. `simulatedDayStartsNow`: the simulated receiver starts at the system's UTC
+    /// (`watch`, `serve`: in real time it then tells the system's time), rather than at a fixed
+    /// day's, which repeats from run to run.
     static func providers(simulatedDayStartsNow: Bool = false) -> HardwareProviders {
         let simulated = simulatedDayStartsNow
             ? SimulatedHardware(startTime: GNSSTime(nanosecondsSinceEpoch: WallClock.now()))
