@@ -124,8 +124,13 @@ let package = Package(
             dependencies: ["GNSSHatSimulator", "GNSSHat", "GNSSHatTesting", "GNSSProtocol", "LinuxSystem", "PiHardware"]
         ),
         // CLinuxShims: the C declaration of chrony's sample, to check the layout GPSD spells out.
-        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals",
-                                                   "LinuxSystem", "PiHardware", "CLinuxShims", "TestSupport"]),
+        .testTarget(
+            name: "GPSDTests",
+            dependencies: [
+                "GPSD", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "LinuxSystem", "PiHardware",
+                "CLinuxShims", "TestSupport",
+            ]
+        ),
         .testTarget(
             name: "GNSSHatTestingTests",
             dependencies: ["GNSSHatTesting", "GNSSHat", "GNSSHatSimulator", "Signals", "LinuxSystem"]

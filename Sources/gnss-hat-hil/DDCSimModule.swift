@@ -3,7 +3,8 @@
 import Glibc
 import LinuxSystem
 
-/// The ubx_ddc_sim kernel module (a u-blox receiver on a simulated I2C adapter): feed its output, read what the host sent, inject faults.
+/// The ubx_ddc_sim kernel module (a u-blox receiver on a simulated I2C adapter): feed its output,
+/// read what the host sent, inject faults.
 struct DDCSimModule {
     static let control = "/dev/ubx-sim"
     static let attributes = "/sys/class/misc/ubx-sim"

@@ -2,7 +2,8 @@
 // test drives, pulls the harness drives (sysfs attributes of the module's platform device).
 import LinuxSystem
 
-/// The gnss_gpio_sim kernel module's bank of lines: line levels as the outside world sees them, and pulls to drive inputs.
+/// The gnss_gpio_sim kernel module's bank of lines: line levels as the outside world sees them,
+/// and pulls to drive inputs.
 struct GPIOSimBank {
     static let device = "/sys/devices/platform/gnss-gpio-sim"
     static let namesParameter = "/sys/module/gnss_gpio_sim/parameters/names"

@@ -49,7 +49,8 @@ enum SysFile {
             } else if count < 0 && errno == EINTR {
                 continue
             } else {
-                throw SystemError(FailedCall(call: "write", device: what, errno: count < 0 ? .current : Errno(rawValue: ENOSPC)))
+                let code = count < 0 ? Errno.current : Errno(rawValue: ENOSPC)
+                throw SystemError(FailedCall(call: "write", device: what, errno: code))
             }
         }
     }
