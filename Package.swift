@@ -26,6 +26,8 @@ let package = Package(
             name: "GNSSHat",
             targets: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "GPSD", "MQTT"]
         ),
+        // The simulated receiver and hat behind the simulator boards (`hardware: .simulated`).
+        .library(name: "GNSSHatSimulator", targets: ["GNSSHatSimulator"]),
         .library(name: "GNSSHatTesting", targets: ["GNSSHatTesting"]),
         .executable(name: "gnss-hat", targets: ["gnss-hat"]),
         .executable(name: "GNSSHatBench", targets: ["GNSSHatBench"]),
@@ -59,18 +61,29 @@ let package = Package(
         .target(
             name: "MQTT", dependencies: ["CMosquitto", "GNSSHat", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals"]
         ),
-        .target(name: "GNSSHatTesting", dependencies: ["Signals", "GNSSHat", "LinuxSystem", "PiHardware"]),
+        // The simulated receiver and hat, behind GNSSHat's hardware seam (GNSSHat never needs it).
+        .target(
+            name: "GNSSHatSimulator", dependencies: ["GNSSHat", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware"]
+        ),
+        // Test doubles for users of the library: GNSSHat's public API, the simulator, no Testing.
+        .target(
+            name: "GNSSHatTesting",
+            dependencies: ["Signals", "GNSSHat", "GNSSHatSimulator", "LinuxSystem", "PiHardware"]
+        ),
 
         // Executables.
         .executableTarget(
             name: "gnss-hat",
-            dependencies: ["GNSSHat", "GPSD", "MQTT", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware"]
+            dependencies: [
+                "GNSSHat", "GNSSHatSimulator", "GPSD", "MQTT", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware",
+            ]
         ),
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
         .executableTarget(
             name: "gnss-hat-hil",
             dependencies: [
-                "GNSSHat", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware", "CGPIOD", "CI2C", "CLinuxShims",
+                "GNSSHat", "GNSSHatSimulator", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware", "CGPIOD", "CI2C",
+                "CLinuxShims",
             ],
             swiftSettings: gpiodV2 ? [.define("GNSSHAT_GPIOD_V2")] : []
         ),
@@ -79,7 +92,8 @@ let package = Package(
         .executableTarget(
             name: "GNSSHatBench",
             dependencies: [
-                "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatTesting", "GPSD", "CMallocCounter", "LinuxSystem",
+                "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GPSD", "CMallocCounter",
+                "LinuxSystem",
             ]
         ),
 
@@ -101,13 +115,26 @@ let package = Package(
         .testTarget(
             name: "GNSSHatTests",
             dependencies: [
-                "GNSSHat", "GNSSHatTesting", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "TestSupport",
+                "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware",
+                "TestSupport",
             ]
         ),
+        .testTarget(
+            name: "GNSSHatSimulatorTests",
+            dependencies: ["GNSSHatSimulator", "GNSSHat", "GNSSHatTesting", "GNSSProtocol", "LinuxSystem", "PiHardware"]
+        ),
         // CLinuxShims: the C declaration of chrony's sample, to check the layout GPSD spells out.
-        .testTarget(name: "GPSDTests", dependencies: ["GPSD", "GNSSHat", "GNSSHatTesting", "Signals", "LinuxSystem",
-                                                   "PiHardware", "CLinuxShims", "TestSupport"]),
-        .testTarget(name: "GNSSHatTestingTests", dependencies: ["GNSSHatTesting", "Signals", "LinuxSystem"]),
+        .testTarget(
+            name: "GPSDTests",
+            dependencies: [
+                "GPSD", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "LinuxSystem", "PiHardware",
+                "CLinuxShims", "TestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "GNSSHatTestingTests",
+            dependencies: ["GNSSHatTesting", "GNSSHat", "GNSSHatSimulator", "Signals", "LinuxSystem"]
+        ),
         // Against a real Mosquitto broker each test starts on a free loopback port.
         .testTarget(
             name: "MQTTTests",

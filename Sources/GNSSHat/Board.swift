@@ -71,13 +71,24 @@ public struct Board: Sendable, Hashable {
     public enum Link: Sendable, Hashable, CustomStringConvertible {
         case uart(UART)
         case i2c(I2C)
-        /// The built-in simulated receiver, behind a pseudo-terminal (see ``SimulatedHat``).
+        /// A simulated receiver, at this speed (GNSSHatSimulator's provider opens it, on a
+        /// pseudo-terminal).
         case simulator(baud: Int)
+
+        /// The link as the machine's own hardware opens it: a UART or an I2C bus; nil for a
+        /// simulated receiver, which only a simulator's ``HardwareProvider`` opens.
+        public var systemLink: HardwareLink? {
+            switch self {
+            case .uart(let uart): .serial(uart)
+            case .i2c(let i2c): .i2c(i2c)
+            case .simulator: nil
+            }
+        }
 
         public var description: String {
             switch self {
-            case .uart(let uart): "UART \(uart.path) at \(uart.baud) baud"
-            case .i2c(let i2c): "I2C bus \(i2c.bus) address 0x" + String(i2c.address, radix: 16)
+            case .uart(let uart): HardwareLink.serial(uart).description
+            case .i2c(let i2c): HardwareLink.i2c(i2c).description
             case .simulator(let baud): "simulated receiver (pseudo-terminal at \(baud) baud)"
             }
         }

@@ -11,14 +11,16 @@ import Signals
 /// lines stay requested until ``release()``: a released line falls back to its pull resistor.
 public final class BoardPower: Sendable {
     public let board: Board
+    /// The hardware the strategies run on.
+    public let hardware: any ReceiverHardware
     let session: HardwareSession
 
-    /// Control of `board` through `hardware` (the system's, or a ``SimulatedHat``'s), with the
-    /// strategies' pauses (on-wait, pulses) on `clock`.
-    public init(board: Board, hardware: HardwareAccess, clock: some Clock<Duration> = ContinuousClock()) {
-        self.board = board
-        session = HardwareSession(board: board, hardware: hardware, clock: ReceiverClock(clock),
-                                  options: ReceiverOptions(configure: false))
+    /// Control of the board of `hardware` (the system's, a simulated hat), with the strategies'
+    /// pauses (on-wait, pulses) on the hardware's clock.
+    public init(on hardware: some ReceiverHardware) {
+        board = hardware.board
+        self.hardware = hardware
+        session = HardwareSession(hardware: hardware, options: ReceiverOptions(configure: false))
     }
 
     /// Whether a strategy talks to the receiver (so the link must be open for it).
@@ -42,11 +44,15 @@ public final class BoardPower: Sendable {
     }
 
     private func run(on: Bool) async throws -> [String] {
+        try await session.asSequence { try await runStrategies(on: on) }
+    }
+
+    private func runStrategies(on: Bool) async throws -> [String] {
         try session.lines.acquire()
         let strategies = on ? board.power.strategies : board.power.strategies.reversed()
         var transport: (any Transport)?
         if strategies.contains(where: { Self.needsLink($0, on: on) }) {
-            let opened = try session.openTransport()
+            let opened = try session.openTransport(hardware.link)
             // Bytes the receiver sends meanwhile are read and dropped, so the port never fills.
             opened.start(onBytes: { _ in }, onFailure: { _ in })
             transport = opened

@@ -22,11 +22,17 @@ struct Configurator {
         }
     }
 
+    /// Milliseconds in a duration (rounded down): the unit of CFG-RATE, CFG-VALSET's rate and PMTK220.
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
     // MARK: - u-blox
 
     /// The configuration keys of the messages to enable, for the port in use.
     static func valsetItems(period: Duration, i2c: Bool) -> [UBXConfigItem] {
-        let milliseconds = UInt64(clamping: SimulationMath.milliseconds(period))
+        let milliseconds = UInt64(clamping: Self.milliseconds(period))
         return [
             UBXConfigItem(key: UBXConfigItem.rateMeas, value: milliseconds),
             // CFG-MSGOUT-UBX_NAV_PVT, _NAV_SAT, _NAV_TIMEUTC on I2C or UART1 (checked against
@@ -52,7 +58,7 @@ struct Configurator {
             let valset = UBXCfgValSet(layers: .ram, items: Self.valsetItems(period: session.period, i2c: i2c))
             try await command(valset.frame, named: "CFG-VALSET", acknowledging: .cfgVALSET)
         } else {
-            let milliseconds = SimulationMath.milliseconds(session.period)
+            let milliseconds = Self.milliseconds(session.period)
             let rate = UBXCfgRate(measRate: UInt16(clamping: milliseconds), navRate: 1, timeRef: 1)
             try await command(rate.frame, named: "CFG-RATE", acknowledging: .cfgRATE)
             for message in [UBX.MessageID.navPVT, .navSAT, .navTimeUTC] {
@@ -94,7 +100,7 @@ struct Configurator {
     func configureMTK() async throws {
         try await mtkCommand(PMTK.setOutput(PMTK.SentenceRates(gll: 0, rmc: 1, vtg: 1, gga: 1, gsa: 1, gsv: 1)),
                              number: 314)
-        let milliseconds = SimulationMath.milliseconds(session.period)
+        let milliseconds = Self.milliseconds(session.period)
         try await mtkCommand(PMTK.fixInterval(milliseconds: Int(milliseconds)), number: 220)
     }
 

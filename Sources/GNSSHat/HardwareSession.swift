@@ -33,14 +33,13 @@ let commonSpeeds = [9600, 38400, 115200, 4800, 19200, 57600, 230400, 460800, 921
 
 final class HardwareSession: Sendable {
     let board: Board
-    let hardware: HardwareAccess
+    /// The hardware the session runs on: its lines and openers, its link, its clock.
+    let hardware: any ReceiverHardware
     let clock: ReceiverClock
     let lines: PowerLines
     let log: MessageLog
     let configure: Bool
     let period: Duration
-    /// The device name used when the link is the simulator (its pseudo-terminal's path varies).
-    let simulatedDevice: @Sendable () -> String
     /// How received bytes are decoded (a new decoder for each power-on).
     let decoding: GNSSDecoder.Options
 
@@ -55,6 +54,8 @@ final class HardwareSession: Sendable {
         var firstFixSeen = false
         var statisticsWaiters: [(condition: @Sendable (ReceiverStatistics) -> Bool,
                                  continuation: CheckedContinuation<Void, Never>)] = []
+        /// The worker of the power sequence in progress (start, stop, or a BoardPower run).
+        var sequence: ReceiverClock.Worker?
     }
 
     private let state = Lock(State())
@@ -64,36 +65,40 @@ final class HardwareSession: Sendable {
     /// pulses). Without one (no eventfd to be had) waits time out after `edgeWakeCheckInterval`
     /// instead, which bounds how long `stop()` waits for the loop to notice.
     private let ppsWake = try? Waker()
-    /// Whether the session is waiting for time or for the receiver to answer (not working).
-    var isWaiting: Bool { clock.pendingWait.waiting }
-
-    /// How long until the earliest deadline of the session's waits.
-    var timeToNextDeadline: Duration? {
-        clock.pendingWait.deadline.map { max($0 - clock.now(), .zero) }
-    }
-
-    /// Sleeps on the session's clock, recorded as a wait.
+    /// Sleeps on the session's clock, as the power sequence's wait.
     func sleep(for duration: Duration) async throws {
-        try await clock.sleep(for: duration)
+        try await clock.sleep(for: duration, as: state.withLock { $0.sequence })
     }
 
-    /// The first message after `mark` that matches, or nil after `timeout` (a recorded wait).
+    /// The first message after `mark` that matches, or nil after `timeout` (the power sequence's wait).
     func firstMessage(
         after mark: UInt64, within timeout: Duration, where matches: @escaping @Sendable (Message) -> Bool
     ) async throws -> Message? {
-        try await log.first(after: mark, within: timeout, where: matches)
+        try await log.first(after: mark, within: timeout, as: state.withLock { $0.sequence }, where: matches)
     }
 
-    init(board: Board, hardware: HardwareAccess, clock: ReceiverClock, options: ReceiverOptions,
-         simulatedDevice: @escaping @Sendable () -> String = { "simulator" }) {
+    /// Runs `body` as the power sequence: one worker on the session's record of its work, whose
+    /// waits (``sleep(for:)``, ``firstMessage(after:within:where:)``) say the sequence waits for time.
+    func asSequence<T>(_ body: () async throws -> T) async rethrows -> T {
+        let worker = clock.beginWork(sequence: true)
+        state.withLock { $0.sequence = worker }
+        defer {
+            state.withLock { $0.sequence = nil }
+            clock.endWork(worker)
+        }
+        return try await body()
+    }
+
+    init(hardware: any ReceiverHardware, options: ReceiverOptions) {
+        let board = hardware.board
         self.board = board
         self.hardware = hardware
+        let clock = ReceiverClock(hardware.clock)
         self.clock = clock
-        self.lines = PowerLines(board: board, gpio: hardware.gpio)
+        self.lines = PowerLines(board: board, gpio: hardware.access.gpio)
         self.log = MessageLog(clock: clock)
         self.configure = options.configure ?? board.configuration.enabled
         self.period = options.period ?? board.configuration.period
-        self.simulatedDevice = simulatedDevice
         self.decoding = GNSSDecoder.Options(provisionalFixes: options.provisionalFixes)
     }
 
@@ -154,6 +159,10 @@ final class HardwareSession: Sendable {
     /// The power-on sequence. Throws a `ReceiverError`; the signal then runs `stop()`, which
     /// switches everything off whatever point this reached.
     func start(_ emitter: SignalEmitter<ReceiverEvent>) async throws {
+        try await asSequence { try await powerOn(emitter) }
+    }
+
+    private func powerOn(_ emitter: SignalEmitter<ReceiverEvent>) async throws {
         let now = clock.now()
         state.withLock { state in
             state.emitter = emitter
@@ -166,9 +175,11 @@ final class HardwareSession: Sendable {
             state.statistics.linkSpeed = nil
         }
         log.open()
+        // Read once: the hardware's link may move between power-ons (a pseudo-terminal that came back).
+        let link = hardware.link
         do {
             try lines.acquire()
-            let transport = try openTransport()
+            let transport = try openTransport(link)
             state.withLock { $0.transport = transport }
             let startReading = {
                 transport.start(
@@ -179,7 +190,7 @@ final class HardwareSession: Sendable {
             // A UART is read from before the power comes, so that no boot message is missed; a
             // DDC port is polled only once it is powered (an unpowered receiver would NAK every
             // poll), and keeps what it says meanwhile in its own buffer.
-            let pollsOnlyWhenPowered = if case .i2c = board.link { true } else { false }
+            let pollsOnlyWhenPowered = if case .i2c = link { true } else { false }
             if !pollsOnlyWhenPowered { startReading() }
             let mark = log.mark
             let runner = PowerStrategyRunner(session: self, transport: transport)
@@ -187,7 +198,7 @@ final class HardwareSession: Sendable {
                 try await runner.powerOn(strategy)
             }
             if pollsOnlyWhenPowered { startReading() }
-            try await awaitUp(after: mark, transport: transport)
+            try await awaitUp(after: mark, link: link, transport: transport)
             if configure {
                 let configurator = Configurator(session: self, transport: transport)
                 try await configurator.configure()
@@ -202,16 +213,15 @@ final class HardwareSession: Sendable {
         }
     }
 
-    func openTransport() throws(ReceiverError) -> any Transport {
-        switch board.link {
-        case .uart(let uart):
+    /// Opens `link` through the hardware's openers: a UART transport or a DDC one.
+    func openTransport(_ link: HardwareLink) throws(ReceiverError) -> any Transport {
+        switch link {
+        case .serial(let uart):
             return try openUART(path: uart.path, speed: uart.baud, rtsCts: uart.rtsCts)
-        case .simulator(let baud):
-            return try openUART(path: simulatedDevice(), speed: baud, rtsCts: false)
         case .i2c(let i2c):
             let bus: any I2CBus
             do {
-                bus = try hardware.openI2C(i2c.bus)
+                bus = try hardware.access.openI2C(i2c.bus)
             } catch {
                 throw .link(device: i2c.path, Self.fault(error, device: i2c.path))
             }
@@ -222,7 +232,7 @@ final class HardwareSession: Sendable {
     private func openUART(path: String, speed: Int, rtsCts: Bool) throws(ReceiverError) -> UARTTransport {
         let link: any SerialLink
         do {
-            link = try hardware.openSerial(path, speed, rtsCts)
+            link = try hardware.access.openSerial(path, speed, rtsCts)
             // Bytes from before this session (a receiver left running, a previous session's
             // tail) would be decoded as if they were new.
             try link.discardInput()
@@ -239,14 +249,13 @@ final class HardwareSession: Sendable {
 
     /// Waits for the first valid frame after `mark`; on a UART that stays silent, tries the
     /// common speeds and says which one worked.
-    private func awaitUp(after mark: UInt64, transport: any Transport) async throws {
+    private func awaitUp(after mark: UInt64, link: HardwareLink, transport: any Transport) async throws {
         let timeout = board.power.upTimeout
         if try await firstMessage(after: mark, within: timeout, where: { _ in true }) != nil { return }
         let configured: Int
         let detect: Bool
-        switch board.link {
-        case .uart(let uart): (configured, detect) = (uart.baud, uart.detectSpeed)
-        case .simulator(let baud): (configured, detect) = (baud, true)
+        switch link {
+        case .serial(let uart): (configured, detect) = (uart.baud, uart.detectSpeed)
         case .i2c: (configured, detect) = (0, false)
         }
         guard detect, let uart = transport as? UARTTransport else {
@@ -332,7 +341,11 @@ final class HardwareSession: Sendable {
         }
     }
 
+    /// The read loop failed: the failure is counted, the waits for messages end, and the signal
+    /// fails (it then runs `stop()`). Work of its own until the signal has the failure.
     private func linkFailed(_ error: any Error, device: String) {
+        let handling = clock.beginWork()
+        defer { clock.endWork(handling) }
         let fault = Self.fault(error, device: device)
         let failure: ReceiverError =
             fault.deviceIsGone ? .deviceGone(device: device, fault) : .link(device: device, fault)
@@ -350,8 +363,10 @@ final class HardwareSession: Sendable {
         emitter?.send(.notice(text))
     }
 
-    /// Sends bytes to the receiver, counting them.
+    /// Sends bytes to the receiver, counting them: work of its own until the link has them.
     func send(_ bytes: [UInt8], through transport: any Transport) async throws {
+        let sending = clock.beginWork()
+        defer { clock.endWork(sending) }
         updateStatistics { $0.bytesSent += bytes.count }
         do {
             try await transport.send(bytes)
@@ -377,10 +392,13 @@ final class HardwareSession: Sendable {
             return
         }
         ppsControl.begin()
+        // Before the loop's thread runs: an edge that comes meanwhile is on its way to the loop.
+        source.readingStarted()
         do {
             try ppsThread.async { [self] in ppsLoop(source, emitter) }
         } catch {
             notice("PPS is not available: \(error)")
+            source.readingEnded()
             lines.dropPPS()
             ppsControl.ended()
         }
@@ -403,6 +421,7 @@ final class HardwareSession: Sendable {
                 break
             }
         }
+        source.readingEnded()
         ppsControl.ended()
     }
 
@@ -412,6 +431,10 @@ final class HardwareSession: Sendable {
     /// going), then every strategy's off action in reverse order (each tried even if an earlier
     /// one failed), then the link closes. Never throws: failures are recorded.
     func stop() async {
+        await asSequence { await powerOff() }
+    }
+
+    private func powerOff() async {
         await ppsControl.stop(waking: { ppsWake?.wake() })
         let transport = state.withLock { $0.transport }
         await transport?.stopReading()

@@ -1,51 +1,9 @@
 // Waiting for the receiver to say something: the session's recent messages, numbered, and the
-// tasks waiting for one that matches, each with a time-out on the injected clock.
+// tasks waiting for one that matches, each with a time-out on the injected clock and a worker on
+// the session's record of its work.
 import GNSSProtocol
 import LinuxSystem
 import Signals
-
-/// Any `Clock<Duration>`, with instants as offsets from when it was wrapped, and a record of
-/// the waits in progress: a driver of a manual clock reads it to know when the session is
-/// waiting for time, and until when.
-final class ReceiverClock: Sendable {
-    /// Time since the reference instant.
-    let now: @Sendable () -> Duration
-    /// Sleeps until the given offset; throws `CancellationError` when the task is cancelled.
-    let sleepUntil: @Sendable (Duration) async throws -> Void
-    private let waits = Lock<(next: UInt64, deadlines: [UInt64: Duration])>((0, [:]))
-
-    init<C: Clock>(_ clock: C) where C.Duration == Duration {
-        let reference = clock.now
-        now = { reference.duration(to: clock.now) }
-        sleepUntil = { offset in try await clock.sleep(until: reference.advanced(by: offset), tolerance: nil) }
-    }
-
-    /// Records a wait that ends at `deadline` at the latest; returns its token.
-    func beginWait(until deadline: Duration) -> UInt64 {
-        waits.withLock { waits in
-            waits.next += 1
-            waits.deadlines[waits.next] = deadline
-            return waits.next
-        }
-    }
-
-    func endWait(_ token: UInt64) {
-        waits.withLock { _ = $0.deadlines.removeValue(forKey: token) }
-    }
-
-    /// Whether a wait is in progress, and the earliest deadline of those in progress.
-    var pendingWait: (waiting: Bool, deadline: Duration?) {
-        waits.withLock { ($0.deadlines.isEmpty == false, $0.deadlines.values.min()) }
-    }
-
-    /// Sleeps for `duration`, recorded as a wait.
-    func sleep(for duration: Duration) async throws {
-        let deadline = now() + duration
-        let token = beginWait(until: deadline)
-        defer { endWait(token) }
-        try await sleepUntil(deadline)
-    }
-}
 
 /// The messages of the current session and the waiters for them.
 ///
@@ -58,6 +16,8 @@ final class MessageLog: Sendable {
         var matches: @Sendable (Message) -> Bool
         var continuation: CheckedContinuation<Message?, any Error>
         var timeout: Task<Void, Never>?
+        /// Whose wait this is: set working again before the waiter is resumed.
+        var worker: ReceiverClock.Worker
     }
 
     private struct State {
@@ -111,6 +71,7 @@ final class MessageLog: Sendable {
         }
         for (waiter, message) in resumed {
             waiter.timeout?.cancel()
+            clock.resume(waiter.worker)
             waiter.continuation.resume(returning: message)
         }
     }
@@ -124,18 +85,21 @@ final class MessageLog: Sendable {
         }
         for waiter in waiters {
             waiter.timeout?.cancel()
+            clock.resume(waiter.worker)
             waiter.continuation.resume(throwing: error)
         }
     }
 
     /// The first message after `mark` that `matches`, or nil when none arrives within `timeout`.
-    /// Throws when the session ends first.
+    /// Throws when the session ends first. The wait is `worker`'s (nil: a worker of its own).
     func first(
-        after mark: UInt64, within timeout: Duration, where matches: @escaping @Sendable (Message) -> Bool
+        after mark: UInt64, within timeout: Duration, as worker: ReceiverClock.Worker? = nil,
+        where matches: @escaping @Sendable (Message) -> Bool
     ) async throws -> Message? {
         let deadline = clock.now() + timeout
-        let wait = clock.beginWait(until: deadline)
-        defer { clock.endWait(wait) }
+        let waiting = worker ?? clock.beginWork()
+        clock.wait(waiting, until: deadline)
+        defer { worker == nil ? clock.endWork(waiting) : clock.resume(waiting) }
         let id = state.withLock { state -> UInt64 in
             state.nextWaiter += 1
             return state.nextWaiter
@@ -146,7 +110,7 @@ final class MessageLog: Sendable {
                 if let found = state.recent.first(where: { $0.sequence > mark && matches($0.message) }) {
                     return .success(found.message)
                 }
-                state.waiters[id] = Waiter(after: mark, matches: matches, continuation: continuation)
+                state.waiters[id] = Waiter(after: mark, matches: matches, continuation: continuation, worker: waiting)
                 return nil
             }
             if let early {
@@ -168,7 +132,8 @@ final class MessageLog: Sendable {
     }
 
     private func expire(_ id: UInt64) {
-        let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-        waiter?.continuation.resume(returning: nil)
+        guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+        clock.resume(waiter.worker)
+        waiter.continuation.resume(returning: nil)
     }
 }

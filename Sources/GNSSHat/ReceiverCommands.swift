@@ -60,7 +60,7 @@ extension Receiver {
         guard let transport = session.currentTransport else { throw ReceiverError.notRunning }
         let mark = session.log.mark
         try await session.send(bytes, through: transport)
-        return try await session.firstMessage(after: mark, within: timeout, where: matches)
+        return try await session.log.first(after: mark, within: timeout, where: matches)
     }
 
     /// The output lines the session holds (enable, standby, force-on, reset, EXTINT) and their

@@ -60,12 +60,15 @@ final class UARTTransport: Transport {
                     ?? link.read(maxCount: 4096, timeout: Self.readTimeout)
                 if !bytes.isEmpty { onBytes(bytes) }
             } catch {
-                // Nothing reads this link any more, but it stays open until the stop the failure
-                // leads to, which waits for a start in progress (its pause on the clock, say). Said
-                // now, or a simulated hat counts what its receiver sends meanwhile as in flight, and
-                // a driver of the manual clock waits for that before it moves the time the start needs.
-                link.endReading()
+                // The failure first: the session counts itself working until the signal has it, so
+                // that a driver of a manual clock never finds everything idle between the two.
                 if loop.isRunning { onFailure(error) }
+                // Then, at once: nothing reads this link any more, but it stays open until the stop
+                // the failure leads to, which waits for a start in progress (its pause on the clock,
+                // say). Said now, or a simulated hat counts what its receiver sends meanwhile as in
+                // flight, and a driver of the clock waits for that before it moves the time the start
+                // needs.
+                link.endReading()
                 break
             }
         }
@@ -158,7 +161,10 @@ final class DDCTransport: Transport {
 
     func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void) {
         scheduleState.withLock { $0 = DDCPollSchedule(period: period) }
+        // The poller works from now until its task ends, but while it waits for its next poll.
+        let polling = clock.beginWork()
         let task = Task { [self] in
+            defer { clock.endWork(polling) }
             var failures = 0
             while !Task.isCancelled {
                 let port = port
@@ -178,7 +184,7 @@ final class DDCTransport: Transport {
                 if !bytes.isEmpty { onBytes(bytes) }
                 let pause = scheduleState.withLock { $0.next(received: bytes.count, limit: port.maxReadChunk) }
                 if pause > .zero {
-                    do { try await clock.sleep(for: pause) } catch { return }
+                    do { try await clock.sleep(for: pause, as: polling) } catch { return }
                 }
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import GNSSHat
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import Signals
@@ -45,7 +46,7 @@ enum EnergyBenchmark {
         }
         let clock = ManualClock()
         let hat = try SimulatedHat(board: board, clock: clock, connection: .pseudoTerminal, timing: .driven)
-        let receiver = Receiver(hat: hat)
+        let receiver = Receiver(on: hat)
         let driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
         let started = ContinuousClock.now
 

@@ -1,6 +1,5 @@
 // A fake serial port: an in-memory byte stream with a far side the test plays.
 import Dispatch
-import GNSSHat  // dispatchDeadline
 public import LinuxSystem
 import PiHardware  // SerialError
 
@@ -74,7 +73,9 @@ public final class FakeByteLink: ByteLink {
 
     public func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
         if let bytes = try take(maxCount) { return bytes }
-        guard signal.wait(timeout: dispatchDeadline(after: timeout)) == .success else { return [] }
+        // Capped at a day, as Dispatch deadlines are; a negative time-out is now.
+        let deadline = DispatchTime.now() + .nanoseconds(Int(min(timeout.clampedNanoseconds, 86_400_000_000_000)))
+        guard signal.wait(timeout: deadline) == .success else { return [] }
         return try take(maxCount) ?? []
     }
 

@@ -1,10 +1,13 @@
 import LinuxSystem
 import Signals
-public import Testing
+// Internal: a user of the test doubles (a benchmark, an XCTest suite) does not get Testing with them.
+internal import Testing
 
-/// A stand-in for a receiver's power supply that records every transition and fails the
-/// running test (through `Issue.record`) on a double power-on or on an on/off that overlaps
-/// another one still in progress. Tests can make the next power-on fail or pause it at a gate.
+/// A stand-in for a receiver's power supply that records every transition and every misuse: a
+/// double power-on, or an on/off that overlaps another one still in progress. A misuse is kept in
+/// ``violations`` and reported to the switch's `onMisuse` hook; without one, it fails the running
+/// Swift Testing test (an issue at the place the switch was made). Tests can make the next
+/// power-on fail or pause it at a gate.
 public final class FakePowerSwitch: Sendable {
     public enum Transition: Sendable, Equatable, CustomStringConvertible {
         case on
@@ -49,10 +52,19 @@ public final class FakePowerSwitch: Sendable {
     }
 
     private let state = Lock(State())
-    private let sourceLocation: SourceLocation
+    private let onMisuse: @Sendable (String) -> Void
 
-    public init(sourceLocation: SourceLocation = #_sourceLocation) {
-        self.sourceLocation = sourceLocation
+    /// A switch that is off. `onMisuse` gets each misuse as it happens (a test that expects one, or
+    /// code outside Swift Testing); by default a misuse is recorded as an issue of the running test,
+    /// at the caller's location.
+    public init(
+        onMisuse: (@Sendable (String) -> Void)? = nil,
+        fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column
+    ) {
+        let location = SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column)
+        self.onMisuse = onMisuse ?? { misuse in
+            Issue.record(Comment(rawValue: "FakePowerSwitch: \(misuse)"), sourceLocation: location)
+        }
     }
 
     /// Whether the supply is on now.
@@ -65,7 +77,7 @@ public final class FakePowerSwitch: Sendable {
     public var powerOnCalls: Int { state.withLock { $0.powerOnCalls } }
     public var powerOffCalls: Int { state.withLock { $0.powerOffCalls } }
 
-    /// Overlaps and double power-ons seen so far (each was also recorded as a test issue).
+    /// Overlaps and double power-ons seen so far, in order (each was also reported as it happened).
     public var violations: [String] { state.withLock { $0.violations } }
 
     /// Makes the next power-on throw `error` (queued: call it again to fail several).
@@ -160,60 +172,7 @@ public final class FakePowerSwitch: Sendable {
             state.powerOffCalls += 1
             return (state.offGates.isEmpty ? nil : state.offGates.removeFirst(), violation)
         }
-        if let violation {
-            Issue.record(Comment(rawValue: "FakePowerSwitch: \(violation)"), sourceLocation: sourceLocation)
-        }
+        if let violation { onMisuse(violation) }
         return gate
-    }
-}
-
-/// A gate a power-on or power-off waits at until the test opens it; the test can first wait until the
-/// power-on has reached it.
-public final class PowerGate: Sendable {
-    private struct State {
-        var reached = false
-        var open = false
-        var passer: CheckedContinuation<Void, Never>?
-        var reachWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state = Lock(State())
-
-    init() {}
-
-    /// Suspends until a power-on (or power-off) waits at this gate.
-    public func waitUntilReached() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let reached = state.withLock { state -> Bool in
-                if state.reached { return true }
-                state.reachWaiters.append(continuation)
-                return false
-            }
-            if reached { continuation.resume() }
-        }
-    }
-
-    /// Lets the waiting (or next) transition through.
-    public func open() {
-        let passer = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.open = true
-            defer { state.passer = nil }
-            return state.passer
-        }
-        passer?.resume()
-    }
-
-    func pass() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let (open, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
-                state.reached = true
-                let waiters = state.reachWaiters
-                state.reachWaiters.removeAll()
-                if !state.open { state.passer = continuation }
-                return (state.open, waiters)
-            }
-            for waiter in waiters { waiter.resume() }
-            if open { continuation.resume() }
-        }
     }
 }

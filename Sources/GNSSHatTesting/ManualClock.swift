@@ -1,10 +1,15 @@
+public import GNSSHat
 import LinuxSystem
 import Signals
 
 /// A clock that moves only when told to, for deterministic tests of anything that takes a
 /// `Clock<Duration>`: timers armed on it fire when a test calls ``advance(by:)`` past their
 /// deadline. Sleepers are resumed outside the clock's lock, in deadline order.
-public final class ManualClock: Clock, Sendable {
+///
+/// Its ``activity`` is idle unless a sleeper it resumed has not yet taken its wake-up (returned
+/// from `sleep`): once it has, what its task does next is its own part's to report (a Receiver's
+/// session, a signal's timer, a driver's operation).
+public final class ManualClock: Clock, ActivityReporting {
     public struct Instant: InstantProtocol, Sendable, CustomStringConvertible {
         /// Time since the clock was made.
         public var offset: Duration
@@ -39,6 +44,9 @@ public final class ManualClock: Clock, Sendable {
         var sleepers: [UInt64: Sleeper] = [:]
         /// Sleepers cancelled before they registered.
         var cancelled: Set<UInt64> = []
+        /// Sleepers resumed by an advance whose task has not yet returned from `sleep`.
+        var woken: Set<UInt64> = []
+        var changes: UInt64 = 0
         var sleeperWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
         mutating func readySleeperWaiters() -> [CheckedContinuation<Void, Never>] {
@@ -50,6 +58,7 @@ public final class ManualClock: Clock, Sendable {
     }
 
     private let state = Lock(State())
+    private let activityWaiters = ConditionWaiters()
 
     public init() {}
 
@@ -66,6 +75,8 @@ public final class ManualClock: Clock, Sendable {
             state.nextID += 1
             return state.nextID
         }
+        // The wake-up is taken here, in the woken task, whether it came from an advance or not.
+        defer { tookWakeUp(id) }
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let (outcome, ready) = state.withLock { state -> (Result<Void, any Error>?, [CheckedContinuation<Void, Never>]) in
@@ -80,11 +91,21 @@ public final class ManualClock: Clock, Sendable {
         } onCancel: {
             let sleeper = state.withLock { state -> Sleeper? in
                 if let sleeper = state.sleepers.removeValue(forKey: id) { return sleeper }
-                state.cancelled.insert(id)
+                // Not registered yet, or resumed by an advance already (then the wake-up stands).
+                if !state.woken.contains(id) { state.cancelled.insert(id) }
                 return nil
             }
             sleeper?.continuation.resume(throwing: CancellationError())
         }
+    }
+
+    private func tookWakeUp(_ id: UInt64) {
+        let took = state.withLock { state -> Bool in
+            guard state.woken.remove(id) != nil else { return false }
+            state.changes &+= 1
+            return true
+        }
+        if took { activityWaiters.resumeAll() }
     }
 
     /// Moves the clock forward and resumes every sleeper whose deadline has come.
@@ -92,7 +113,8 @@ public final class ManualClock: Clock, Sendable {
         advance(to: now.advanced(by: duration))
     }
 
-    /// Moves the clock to `instant` (never backwards) and resumes the due sleepers.
+    /// Moves the clock to `instant` (never backwards) and resumes the due sleepers; each counts as
+    /// awake (the clock not idle) until its task has taken the wake-up.
     public func advance(to instant: Instant) {
         let due = state.withLock { state -> [Sleeper] in
             if instant > state.now { state.now = instant }
@@ -100,9 +122,22 @@ public final class ManualClock: Clock, Sendable {
             let dueIDs = state.sleepers.filter { $0.value.deadline <= now }
                 .sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }
                 .map(\.key)
+            if !dueIDs.isEmpty {
+                state.woken.formUnion(dueIDs)
+                state.changes &+= 1
+            }
             return dueIDs.compactMap { state.sleepers.removeValue(forKey: $0) }
         }
         for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    /// Idle when every sleeper it resumed has taken its wake-up.
+    public var activity: Activity {
+        state.withLock { Activity(isIdle: $0.woken.isEmpty, changes: $0.changes) }
+    }
+
+    public func waitForActivity(after changes: UInt64) async {
+        await activityWaiters.wait { state.withLock { $0.changes } != changes }
     }
 
     /// How many tasks sleep on this clock now.

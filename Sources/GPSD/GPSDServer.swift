@@ -107,6 +107,8 @@ public final class GPSDServer: Sendable {
     let memory = ReportMemory()
     /// Tasks in ``waitUntilFinished()``.
     let finishWaiters = ConditionWaiters()
+    /// Tasks in ``waitForStatistics(until:)``, resumed after each pass publishes its counters.
+    let statisticsWaiters = ConditionWaiters()
 
     struct Shared {
         var statistics = GPSDServerStatistics()
@@ -162,6 +164,12 @@ public final class GPSDServer: Sendable {
 
     /// Counters, as of the loop's last pass.
     public var statistics: GPSDServerStatistics { shared.withLock { $0.statistics } }
+
+    /// Suspends until the counters of a pass satisfy `condition` (or the task is cancelled): a
+    /// test's explicit signal that the loop has seen what it did.
+    package func waitForStatistics(until condition: (GPSDServerStatistics) -> Bool) async {
+        await statisticsWaiters.wait { condition(statistics) }
+    }
 
     func finished() {
         let activity = shared.withLock { state in

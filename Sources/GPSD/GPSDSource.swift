@@ -78,6 +78,7 @@ public struct GPSDDevice: Hashable, Sendable {
 /// pass-through events nobody asked for. The server keeps it current.
 public final class PassThroughDemand: Sendable {
     private let watchers = Atomic<Int>(0)
+    private let changed = ConditionWaiters()
 
     public init() {}
 
@@ -92,6 +93,12 @@ public final class PassThroughDemand: Sendable {
 
     func set(_ count: Int) {
         watchers.store(count, ordering: .relaxed)
+        changed.resumeAll()
+    }
+
+    /// Suspends until ``isWanted`` is `wanted` (or the task is cancelled).
+    package func waitUntil(wanted: Bool) async {
+        await changed.wait { isWanted == wanted }
     }
 }
 

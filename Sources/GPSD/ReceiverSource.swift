@@ -66,29 +66,17 @@ extension GPSDSource {
 }
 
 extension GPSDDevice {
-    /// The device a receiver's board describes: its serial port (or I2C bus) and speed, its chip's
-    /// gpsd driver name, its navigation period and whether it has PPS.
+    /// The device a receiver runs on: its link's serial port (or I2C bus) and speed, and its board's
+    /// chip (gpsd's driver name), navigation period and PPS line.
     public init(receiver: Receiver) {
         let board = receiver.board
-        let path: String
-        let bps: Int?
-        switch board.link {
-        case .uart(let uart):
-            path = uart.path
-            bps = uart.baud
-        case .simulator(let baud):
-            path = receiver.simulator?.devicePath ?? "simulator"
-            bps = baud
-        case .i2c(let i2c):
-            path = i2c.path
-            bps = nil
-        }
+        let link = receiver.link
         let period = board.configuration.period.components
         self.init(
-            path: path,
+            path: link.path,
             driver: board.chip.family.isUBlox ? "u-blox" : "MTK-3301",
             subtype: board.chip.model,
-            bps: bps,
+            bps: link.speed,
             cycle: Double(period.seconds) + Double(period.attoseconds) / 1e18,
             native: board.chip.family.isUBlox && board.configuration.enabled ? 1 : 0,
             hasPPS: board.gpio.pps != nil

@@ -469,5 +469,6 @@ final class ServerLoop: @unchecked Sendable {
         statistics.maxQueuedBytesPerClient = maxQueued
         let snapshot = statistics
         server.shared.withLock { $0.statistics = snapshot }
+        server.statisticsWaiters.resumeAll()
     }
 }

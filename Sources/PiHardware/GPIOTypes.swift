@@ -143,9 +143,20 @@ public protocol EdgeEventSource: AnyObject, Sendable {
     /// reader that must stop wakes it rather than waking up every so often to look. Like
     /// `SerialPort.read(maxCount:until:)`, a wake that came while nobody waited ends the next wait.
     func nextEdge(until waker: Waker) throws -> EdgeEvent?
+    /// The host reads this source from now on (a session's PPS loop is about to start). A source
+    /// that accounts for edges in flight (the simulator's) expects the edges it gives to be read.
+    func readingStarted()
+    /// The host reads no more from this source (the loop has ended): edges from now on are not in
+    /// flight to anyone.
+    func readingEnded()
 }
 
 extension EdgeEventSource {
+    /// Nothing to do for a source that counts nothing: the kernel keeps what arrives.
+    public func readingStarted() {}
+
+    public func readingEnded() {}
+
     /// For sources that cannot wait on a descriptor beside the waker (`/dev/ppsN`, whose `poll`
     /// is not usable): ``nextEdgeInSteps(until:_:)`` with ``nextEdge(timeout:)``.
     public func nextEdge(until waker: Waker) throws -> EdgeEvent? {

@@ -271,6 +271,13 @@ extension DemandSignal {
     /// Suspends until no hook runs and no due timer is still to act (for tests: an explicit
     /// signal that the signal has done what it will do, instead of guessing).
     package func waitUntilSettled() async { await core.waitUntilSettled() }
+
+    /// Whether a transition is due, which derived starts wait for this signal, and how often
+    /// either changed: what a driver of a manual clock reads before it moves time.
+    package var progress: SignalProgress { core.progress }
+
+    /// Suspends until `progress.changes` is no longer `changes` (or the task is cancelled).
+    package func waitForProgress(after changes: UInt64) async { await core.waitForChange(after: changes) }
 }
 
 /// The producer's handle on its signal, given to the start hook. It belongs to one run: once

@@ -112,29 +112,34 @@ final class SignalCore: Sendable {
         register: () -> Void,
         subscribe: (inout Machine, () -> Duration) -> Machine.Actions?
     ) -> Bool {
-        let steps = locked.withLock { state -> Steps? in
+        let outcome = locked.withLock { state -> (steps: Steps, changed: Bool)? in
             guard let actions = subscribe(&state.machine, clock.now) else { return nil }
             state.ends[id] = end
             register()
-            return resolve(actions, in: &state)
+            let changes = state.changes
+            return (resolve(actions, in: &state), state.changes != changes)
         }
-        guard let steps else { return false }
-        if !steps.isEmpty { performThenWake(steps) }
+        guard let outcome else { return false }
+        if outcome.changed { performThenWake(outcome.steps) }
         return true
     }
 
     /// Ends `id`'s subscription: it stops counting at once and its finisher is told.
     @usableFromInline
     func cancel(_ id: SubscriberID) {
-        let (end, waiter, steps) = locked.withLock { state in
+        let (end, waiter, steps, changed) = locked.withLock { state in
             let actions = state.machine.cancel(id, now: clock.now())
             let end = state.ends.removeValue(forKey: id)
             let waiter = state.runningWaiters.isEmpty ? nil : state.runningWaiters.removeValue(forKey: id)
-            return (end, waiter, resolve(actions, in: &state))
+            // A derived start that stops waiting changes what a driver sees as much as a transition.
+            if waiter != nil { state.changes &+= 1 }
+            let changes = state.changes
+            let steps = resolve(actions, in: &state)
+            return (end, waiter, steps, waiter != nil || state.changes != changes)
         }
         end?(nil)
         waiter?.resume(throwing: CancellationError())
-        if !steps.isEmpty { performThenWake(steps) }
+        if changed { performThenWake(steps) }
     }
 
     /// Registers the observation `id`, which the lifecycle does not count; `register` runs
@@ -179,9 +184,15 @@ final class SignalCore: Sendable {
                 }
                 if state.machine.isRunning { return .success(()) }
                 state.runningWaiters[id] = continuation
+                state.changes &+= 1
                 return nil
             }
-            if let result { continuation.resume(with: result) }
+            if let result {
+                continuation.resume(with: result)
+            } else {
+                // A start that now waits for this signal: a driver waiting for it to settle looks again.
+                settledWaiters.resumeAll()
+            }
         }
     }
 
@@ -243,16 +254,29 @@ final class SignalCore: Sendable {
 
     /// Whether a transition is still due: a hook is in progress, or an armed timer's deadline
     /// has passed but it has not acted yet. Tests wait for this to clear before checking.
-    package var hasPendingTransition: Bool {
+    package var hasPendingTransition: Bool { progress.isPending }
+
+    /// The signal's progress for a driver of a manual clock (see ``SignalProgress``).
+    package var progress: SignalProgress {
         let now = clock.now()
         return locked.withLock { state in
-            switch state.machine.state {
-            case .starting, .stopping: return true
+            let pending = switch state.machine.state {
+            case .starting, .stopping: true
             default:
-                return state.machine.replanning != nil
+                state.machine.replanning != nil
                     || state.machine.timerArmed && (state.timerDeadline ?? .zero) <= now
             }
+            let timer = state.machine.timerArmed ? state.timerDeadline.map { max($0 - now, .zero) } : nil
+            return SignalProgress(state: state.machine.state, isPending: pending,
+                                  startsWaitingForRunning: state.runningWaiters.count, timeToTimer: timer,
+                                  changes: state.changes)
         }
+    }
+
+    /// Suspends until ``progress``'s `changes` is no longer `changes`, or until the task is
+    /// cancelled.
+    package func waitForChange(after changes: UInt64) async {
+        await settledWaiters.wait { self.locked.withLock { $0.changes } != changes }
     }
 
     /// Suspends until no transition is due (``hasPendingTransition`` is false), or until the
@@ -290,6 +314,8 @@ final class SignalCore: Sendable {
         var publishedState: SignalState = .idle
         var runningWaiters: [SubscriberID: CheckedContinuation<Void, any Error>] = [:]
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Transitions resolved and derived starts that began or stopped waiting (``progress``).
+        var changes: UInt64 = 0
     }
 
     /// A machine action made ready to perform after unlocking: it carries what it needs from
@@ -336,6 +362,7 @@ final class SignalCore: Sendable {
     }
 
     private func resolveTransition(_ actions: Machine.Actions, in state: inout State) -> Steps {
+        state.changes &+= 1
         var steps: Steps = []
         // The machine is read in place: a copy of it costs more than the rest of a subscribe.
         let newState = state.machine.state

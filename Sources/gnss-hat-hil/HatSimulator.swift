@@ -5,6 +5,7 @@
 // only through the kernel: libgpiod, termios, I2C_RDWR.
 import Dispatch
 import GNSSHat
+import GNSSHatSimulator
 import Glibc
 import LinuxSystem
 
@@ -52,17 +53,17 @@ final class HatSimulator: Sendable {
     private let outputFD: Int32
 
     /// Starts the simulated receiver behind `port`, watching the lines of `lines`.
-    init(port: SimulatorPort, lines: SimulatedLines, settings: SimulatedReceiver.Settings = HatSimulator.settings())
+    init(port: SimulatorPort, lines: GPIOSimBank, settings: SimulatedReceiver.Settings = HatSimulator.settings())
         throws
     {
         self.port = port
         receiver = SimulatedReceiver(settings: settings, clock: ContinuousClock())
-        powerPath = "\(SimulatedLines.device)/sim_gpio\(try lines.offset(of: "GNSS_PWR_EN"))/value"
-        resetPath = "\(SimulatedLines.device)/sim_gpio\(try lines.offset(of: "GNSS_RESET_N"))/value"
+        powerPath = "\(GPIOSimBank.device)/sim_gpio\(try lines.offset(of: "GNSS_PWR_EN"))/value"
+        resetPath = "\(GPIOSimBank.device)/sim_gpio\(try lines.offset(of: "GNSS_RESET_N"))/value"
         let output: @Sendable ([UInt8]) -> Void
         switch port {
         case .ddc:
-            let fd = try SysFile.open(SimulatedDDC.control, O_WRONLY | O_NONBLOCK)
+            let fd = try SysFile.open(DDCSimModule.control, O_WRONLY | O_NONBLOCK)
             outputFD = fd
             output = { [weak self] bytes in self?.send(bytes) { try SysFile.writeAll(fd, $0, what: "/dev/ubx-sim") } }
             threads.enter()
@@ -177,7 +178,7 @@ final class HatSimulator: Sendable {
             if changePower == false, case .ddc = port {
                 // Read at once (poll(2) woke on the edge): the session stops polling before it
                 // switches the supply off, so this count is final.
-                let transfers = try? SimulatedDDC().stats()["transfers"]
+                let transfers = try? DDCSimModule().stats()["transfers"]
                 state.withLock { $0.transfersAtPowerOff = transfers ?? nil }
             }
             if let changeReset { receiver.setReset(changeReset) }
@@ -200,9 +201,9 @@ final class HatSimulator: Sendable {
     private func readDDCInput() {
         let fd: Int32
         do {
-            fd = try SysFile.open(SimulatedDDC.control, O_RDONLY | O_NONBLOCK)
+            fd = try SysFile.open(DDCSimModule.control, O_RDONLY | O_NONBLOCK)
         } catch {
-            fail("cannot read \(SimulatedDDC.control): \(error)")
+            fail("cannot read \(DDCSimModule.control): \(error)")
             return
         }
         defer { close(fd) }
@@ -210,7 +211,7 @@ final class HatSimulator: Sendable {
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&descriptor, 1, 50) > 0 else { continue }
             do {
-                let bytes = try SysFile.readAll(fd, what: SimulatedDDC.control)
+                let bytes = try SysFile.readAll(fd, what: DDCSimModule.control)
                 deliver(bytes)
             } catch {
                 fail("\(error)")

@@ -2,7 +2,7 @@
 // the busy error through libgpiod (v1 or v2, as built), PPS edges with kernel timestamps, the
 // u-blox DDC port (GNSSHat's) through I2C_RDWR with the receiver's glitches and NAKs, and termios
 // on a pseudo-terminal (LinuxSystem's). Levels and bytes are checked from outside, through
-// SimulatedLines and SimulatedDDC.
+// GPIOSimBank and DDCSimModule.
 import Glibc
 import GNSSHat  // UBloxDDC
 import LinuxSystem
@@ -47,7 +47,7 @@ func checkPiHardwareLibrary() throws {
 /// Outputs drive the physical level (active-low inverted by the kernel) and fall back to
 /// their pull when released.
 func checkOutputLines() throws {
-    let lines = try SimulatedLines()
+    let lines = try GPIOSimBank()
     let chip = try GPIOChip.open(simulatedChip)
     defer { chip.close() }
 
@@ -80,7 +80,7 @@ func checkOutputLines() throws {
 /// A line held by another consumer gives the typed busy error naming the holder, and the
 /// failed request drives nothing.
 func checkBusyLine() throws {
-    let lines = try SimulatedLines()
+    let lines = try GPIOSimBank()
     let chip = try GPIOChip.open(simulatedChip)
     defer { chip.close() }
     let holder = try chip.requestOutput(.name("GNSS_PWR_EN"), initiallyActive: false, consumer: "other-holder")
@@ -102,7 +102,7 @@ func checkBusyLine() throws {
 /// one after the other, each stamped by the kernel between the write that made it and the
 /// write's return.
 func checkEdges(clock: EdgeClock) throws {
-    let lines = try SimulatedLines()
+    let lines = try GPIOSimBank()
     try lines.setPull(of: "GNSS_PPS", high: false)
     let chip = try GPIOChip.open(simulatedChip)
     defer { chip.close() }
@@ -136,7 +136,7 @@ func checkEdges(clock: EdgeClock) throws {
 /// before the wait or during it (from this thread, while another waits) ends it with that edge,
 /// a wake from here ends it with none. A wait that missed either would hang the scenario.
 func checkEdgesUntilWoken() throws {
-    let lines = try SimulatedLines()
+    let lines = try GPIOSimBank()
     try lines.setPull(of: "GNSS_PPS", high: false)
     let chip = try GPIOChip.open(simulatedChip)
     defer { chip.close() }
@@ -190,11 +190,11 @@ func checkRealtimeEdges() throws {
 /// The DDC port reads the count and then the stream in chunks through I2C_RDWR, and its
 /// writes reach the receiver in transfers of at least two bytes.
 func checkDDCStream() throws {
-    let ddc = SimulatedDDC()
+    let ddc = DDCSimModule()
     try ddc.reset()
     let fed = (0..<600).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
     try ddc.feed(fed)
-    let port = UBloxDDC(bus: try I2CAdapter(path: try SimulatedDDC.busPath()), maxReadChunk: 256)
+    let port = UBloxDDC(bus: try I2CAdapter(path: try DDCSimModule.busPath()), maxReadChunk: 256)
     try expect(try port.bytesAvailable() == 600, "bytesAvailable is not 600")
     var received: [UInt8] = []
     for _ in 0..<10 where received.count < fed.count {
@@ -216,9 +216,9 @@ func checkDDCStream() throws {
 /// masked, a bogus 32767 is capped, a bogus 127 over an empty buffer reads as nothing, and a
 /// 0xFF inside a frame is passed on for the framer to resync.
 func checkDDCGlitches() throws {
-    let ddc = SimulatedDDC()
+    let ddc = DDCSimModule()
     try ddc.reset()
-    let port = UBloxDDC(bus: try I2CAdapter(path: try SimulatedDDC.busPath()))
+    let port = UBloxDDC(bus: try I2CAdapter(path: try DDCSimModule.busPath()))
     try ddc.feed(navStatusPoll)
 
     try ddc.queueBogusCounts(["bit15"])
@@ -246,9 +246,9 @@ func checkDDCGlitches() throws {
 /// NAKs reach PiHardware as the typed `nak` error (EREMOTEIO, as on a Pi), also for an address
 /// nobody answers, and the port works again after them.
 func checkDDCNAK() throws {
-    let ddc = SimulatedDDC()
+    let ddc = DDCSimModule()
     try ddc.reset()
-    let bus = try I2CAdapter(path: try SimulatedDDC.busPath())
+    let bus = try I2CAdapter(path: try DDCSimModule.busPath())
     let port = UBloxDDC(bus: bus)
     try ddc.nakNext(2)
     for attempt in 1...2 {

@@ -7,6 +7,7 @@
 // Waits are conditions polled with a deadline (a bound on a hang, failing with what was
 // awaited); the one fixed window is the observation that DDC polling has stopped.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import Glibc
 import LinuxSystem
@@ -137,12 +138,12 @@ func eventually(
 /// Runs `body` with a Receiver on the board `boardName` and the simulator behind `port`, then
 /// shuts both down, whether `body` failed or not.
 func withReceiver(
-    board boardName: String, port: SimulatorPort, lines: SimulatedLines,
+    board boardName: String, port: SimulatorPort, lines: GPIOSimBank,
     _ body: (Receiver, HatSimulator) async throws -> Void
 ) async throws {
     let board = try BoardCatalog.load(boardName)
     let simulator = try HatSimulator(port: port, lines: lines)
-    let receiver = Receiver(board: board, hardware: rigHardware())
+    let receiver = try Receiver(board: board, hardware: SystemHardware(access: rigHardware()))
     do {
         try await body(receiver, simulator)
     } catch {
@@ -158,8 +159,8 @@ func withReceiver(
 func checkBoardLink(_ board: Board, link: RigLink) throws {
     switch (board.link, link) {
     case (.i2c(let i2c), .ddc):
-        let bus = try SimulatedDDC.busPath()
-        try expect(i2c.path == bus && i2c.address == SimulatedDDC.address,
+        let bus = try DDCSimModule.busPath()
+        try expect(i2c.path == bus && i2c.address == DDCSimModule.address,
                    "board \(board.name) reads \(board.link), the simulated receiver is at \(bus) 0x42")
     case (.uart(let uart), .uart):
         try expect(uart.path == RigLink.uartPath, "board \(board.name) reads \(uart.path)")
@@ -187,7 +188,7 @@ enum RigLink: CustomStringConvertible {
             let terminal = try PseudoTerminal(holdDeviceOpen: true)
             unlink(Self.uartPath)
             guard symlink(terminal.devicePath, Self.uartPath) == 0 else {
-                throw SystemCallError(call: "symlink \(terminal.devicePath) \(Self.uartPath)", code: errno)
+                throw SystemError.ofLastCall("symlink to \(terminal.devicePath)", on: Self.uartPath)
             }
             return .pseudoTerminal(terminal)
         }
@@ -201,8 +202,8 @@ let simulatedStart = (latitude: 51.4779, longitude: -0.0015)
 /// → cancel → the receiver lingers with the line still high → the line goes low → (DDC) no
 /// transfer on the adapter after the power-off.
 func checkPowerCycle(link: RigLink) async throws {
-    let lines = try SimulatedLines()
-    let ddc = SimulatedDDC()
+    let lines = try GPIOSimBank()
+    let ddc = DDCSimModule()
     try ddc.reset()
     try expect(try !lines.level(of: "GNSS_PWR_EN"), "GNSS_PWR_EN is high before anybody subscribed")
     try await withReceiver(board: link.boardName, port: try link.makePort(), lines: lines) { receiver, simulator in
@@ -310,8 +311,8 @@ final class PowerRecorder: Sendable {
 /// A NAK storm on the DDC port while fixes flow: every subscriber gets the typed link error
 /// (an `I2CError.nak`), and GNSS_PWR_EN goes low.
 func checkNAKStorm() async throws {
-    let lines = try SimulatedLines()
-    let ddc = SimulatedDDC()
+    let lines = try GPIOSimBank()
+    let ddc = DDCSimModule()
     try ddc.reset()
     try await withReceiver(board: "hil-ddc", port: .ddc, lines: lines) { receiver, simulator in
         let fixes = Collector(receiver.fixes.subscribe(buffering: .bounded(1000)))
@@ -346,8 +347,8 @@ func checkNAKStorm() async throws {
 /// naming the holder, and nothing is powered — whether the busy line is the enable line itself
 /// or one requested after it. Once the holder lets go, the next subscriber gets fixes.
 func checkBusyLineWithReceiver() async throws {
-    let lines = try SimulatedLines()
-    let ddc = SimulatedDDC()
+    let lines = try GPIOSimBank()
+    let ddc = DDCSimModule()
     try ddc.reset()
     let chip = try GPIOChip.open(simulatedChip)
     defer { chip.close() }

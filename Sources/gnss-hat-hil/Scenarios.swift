@@ -1,10 +1,13 @@
 // The scenario list. The rig scenarios here prove the rig end to end (static link, libgpiod
-// in the guest, I2C_RDWR on the simulated receiver, the verdict path) with plain C calls;
+// in the guest, I2C_RDWR on the simulated receiver through PiHardware's I2CAdapter, the verdict
+// path) with plain libgpiod calls;
 // PiHardwareScenarios.swift runs the real PiHardware drivers against the simulated hat;
 // ReceiverScenarios.swift runs the real Receiver (power follows subscriptions over DDC and
 // UART, NAK storm, busy line) against a simulated receiver played from outside by HatSimulator.
 import CGPIOD
 import Glibc
+import LinuxSystem
+import PiHardware
 
 /// Every scenario, in run order.
 let scenarios: [Scenario] = rigScenarios + piHardwareScenarios + receiverScenarios
@@ -37,16 +40,16 @@ func checkLinkedLibgpiod() throws {
 
 /// libgpiod sees the simulated chip by its label and finds every line at its offset by name.
 func checkLineNames() throws {
-    let lines = try SimulatedLines()
+    let lines = try GPIOSimBank()
     let path = try lines.chipPath()
     try expect(!lines.names.isEmpty, "the simulated chip has no lines")
     guard let chip = gpiod_chip_open(path) else {
-        throw SystemCallError(call: "gpiod_chip_open \(path)", code: errno)
+        throw SystemError.ofLastCall("gpiod_chip_open", on: path)
     }
     defer { gpiod_chip_close(chip) }
     #if GNSSHAT_GPIOD_V2
     guard let info = gpiod_chip_get_info(chip) else {
-        throw SystemCallError(call: "gpiod_chip_get_info", code: errno)
+        throw SystemError.ofLastCall("gpiod_chip_get_info", on: "gnss-hat-sim")
     }
     let label = String(cString: gpiod_chip_info_get_label(info))
     gpiod_chip_info_free(info)
@@ -67,12 +70,12 @@ func checkLineNames() throws {
 /// Driving GNSS_PWR_EN through libgpiod moves the simulated level; releasing it lets the
 /// line fall back to its pull-down.
 func checkDriveOutput() throws {
-    let lines = try SimulatedLines()
+    let lines = try GPIOSimBank()
     let name = "GNSS_PWR_EN"
     let offset = try lines.offset(of: name)
     try expect(try !lines.level(of: name), "\(name) is high before anybody drives it")
     guard let chip = gpiod_chip_open(try lines.chipPath()) else {
-        throw SystemCallError(call: "gpiod_chip_open", code: errno)
+        throw SystemError.ofLastCall("gpiod_chip_open", on: "gnss-hat-sim")
     }
     defer { gpiod_chip_close(chip) }
     let release = try requestOutputHigh(chip: chip, offset: offset)
@@ -85,12 +88,12 @@ func checkDriveOutput() throws {
 
 /// A simulator watching GNSS_PWR_EN is woken by poll(2) when the driver switches it, both ways.
 func checkLevelNotify() throws {
-    let lines = try SimulatedLines()
+    let lines = try GPIOSimBank()
     let name = "GNSS_PWR_EN"
     let watch = try lines.watch(name)
     try expect(try !watch.level(), "\(name) is high before anybody drives it")
     guard let chip = gpiod_chip_open(try lines.chipPath()) else {
-        throw SystemCallError(call: "gpiod_chip_open", code: errno)
+        throw SystemError.ofLastCall("gpiod_chip_open", on: "gnss-hat-sim")
     }
     defer { gpiod_chip_close(chip) }
     let release = try requestOutputHigh(chip: chip, offset: try lines.offset(of: name))
@@ -107,34 +110,34 @@ func checkLevelNotify() throws {
 func requestOutputHigh(chip: OpaquePointer, offset: Int) throws -> () -> Void {
     #if GNSSHAT_GPIOD_V2
     guard let settings = gpiod_line_settings_new() else {
-        throw SystemCallError(call: "gpiod_line_settings_new", code: errno)
+        throw SystemError.ofLastCall("gpiod_line_settings_new", on: "gnss-hat-sim")
     }
     defer { gpiod_line_settings_free(settings) }
     guard let config = gpiod_line_config_new() else {
-        throw SystemCallError(call: "gpiod_line_config_new", code: errno)
+        throw SystemError.ofLastCall("gpiod_line_config_new", on: "gnss-hat-sim")
     }
     defer { gpiod_line_config_free(config) }
     guard let requestConfig = gpiod_request_config_new() else {
-        throw SystemCallError(call: "gpiod_request_config_new", code: errno)
+        throw SystemError.ofLastCall("gpiod_request_config_new", on: "gnss-hat-sim")
     }
     defer { gpiod_request_config_free(requestConfig) }
     gpiod_line_settings_set_direction(settings, GPIOD_LINE_DIRECTION_OUTPUT)
     gpiod_line_settings_set_output_value(settings, GPIOD_LINE_VALUE_ACTIVE)
     var lineOffset = UInt32(offset)
     guard gpiod_line_config_add_line_settings(config, &lineOffset, 1, settings) == 0 else {
-        throw SystemCallError(call: "gpiod_line_config_add_line_settings", code: errno)
+        throw SystemError.ofLastCall("gpiod_line_config_add_line_settings", on: "gnss-hat-sim")
     }
     gpiod_request_config_set_consumer(requestConfig, "gnss-hat-hil")
     guard let request = gpiod_chip_request_lines(chip, requestConfig, config) else {
-        throw SystemCallError(call: "gpiod_chip_request_lines", code: errno)
+        throw SystemError.ofLastCall("gpiod_chip_request_lines", on: "gnss-hat-sim")
     }
     return { gpiod_line_request_release(request) }
     #else
     guard let line = gpiod_chip_get_line(chip, UInt32(offset)) else {
-        throw SystemCallError(call: "gpiod_chip_get_line", code: errno)
+        throw SystemError.ofLastCall("gpiod_chip_get_line", on: "gnss-hat-sim")
     }
     guard gpiod_line_request_output(line, "gnss-hat-hil", 1) == 0 else {
-        throw SystemCallError(call: "gpiod_line_request_output", code: errno)
+        throw SystemError.ofLastCall("gpiod_line_request_output", on: "gnss-hat-sim")
     }
     return { gpiod_line_release(line) }
     #endif
@@ -143,28 +146,28 @@ func requestOutputHigh(chip: OpaquePointer, offset: Int) throws -> () -> Void {
 /// I2C_RDWR reads the byte count (0xFD/0xFE, big-endian) and then the stream (0xFF) fed
 /// through /dev/ubx-sim; an empty stream reads 0xFF.
 func checkStreamRead() throws {
-    let ddc = SimulatedDDC()
+    let ddc = DDCSimModule()
     try ddc.reset()
     let output = Array((0..<300).map { UInt8(truncatingIfNeeded: $0 * 7) })
     try ddc.feed(output)
-    let bus = try RawI2C(path: try SimulatedDDC.busPath())
-    let count = try bus.transfer(address: SimulatedDDC.address, write: [0xFD], readCount: 2)
+    let bus = try I2CAdapter(path: try DDCSimModule.busPath())
+    let count = try bus.writeRead(address: DDCSimModule.address, [0xFD], readCount: 2)
     try expect(count == [0x01, 0x2C], "count bytes \(count), expected [1, 44]")
-    let stream = try bus.transfer(address: SimulatedDDC.address, write: [0xFF], readCount: 300)
+    let stream = try bus.writeRead(address: DDCSimModule.address, [0xFF], readCount: 300)
     try expect(stream == output, "the stream differs from what was fed")
-    let empty = try bus.transfer(address: SimulatedDDC.address, write: [], readCount: 4)
+    let empty = try bus.read(address: DDCSimModule.address, count: 4)
     try expect(empty == [0xFF, 0xFF, 0xFF, 0xFF], "an empty stream read \(empty)")
 }
 
 /// A host write of two or more bytes reaches the simulator; a one-byte write only sets the register.
 func checkHostWrite() throws {
-    let ddc = SimulatedDDC()
+    let ddc = DDCSimModule()
     try ddc.reset()
-    let bus = try RawI2C(path: try SimulatedDDC.busPath())
+    let bus = try I2CAdapter(path: try DDCSimModule.busPath())
     try expect(try !ddc.hostBytesWaiting(timeoutMilliseconds: 0), "host bytes wait before any write")
-    _ = try bus.transfer(address: SimulatedDDC.address, write: navStatusPoll, readCount: 0)
+    try bus.write(address: DDCSimModule.address, navStatusPoll)
     try expect(try ddc.hostBytesWaiting(timeoutMilliseconds: 5000), "poll(2) shows no host bytes after a write")
-    _ = try bus.transfer(address: SimulatedDDC.address, write: [0xFD], readCount: 0)
+    try bus.write(address: DDCSimModule.address, [0xFD])
     let received = try ddc.hostBytes()
     try expect(received == navStatusPoll, "the simulator received \(received)")
     let stats = try ddc.stats()
@@ -173,17 +176,17 @@ func checkHostWrite() throws {
 
 /// A not-acknowledged transfer fails with EREMOTEIO (as on a Pi) and the next one succeeds.
 func checkNAK() throws {
-    let ddc = SimulatedDDC()
+    let ddc = DDCSimModule()
     try ddc.reset()
     try ddc.nakNext(1)
-    let bus = try RawI2C(path: try SimulatedDDC.busPath())
+    let bus = try I2CAdapter(path: try DDCSimModule.busPath())
     do {
-        _ = try bus.transfer(address: SimulatedDDC.address, write: [0xFD], readCount: 2)
+        _ = try bus.writeRead(address: DDCSimModule.address, [0xFD], readCount: 2)
         throw ScenarioFailure("a NAKed transfer succeeded")
-    } catch let error as SystemCallError {
-        try expect(error.code == EREMOTEIO, "a NAK failed with \(error), expected EREMOTEIO")
+    } catch let error as I2CError {
+        try expect(error.failedCall?.errno == .remoteIO, "a NAK failed with \(error), expected EREMOTEIO")
     }
-    let count = try bus.transfer(address: SimulatedDDC.address, write: [0xFD], readCount: 2)
+    let count = try bus.writeRead(address: DDCSimModule.address, [0xFD], readCount: 2)
     try expect(count == [0, 0], "count after the NAK \(count)")
     try expect(try ddc.stats()["naks"] == 1, "the module counted no NAK")
 }

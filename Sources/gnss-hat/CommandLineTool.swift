@@ -44,7 +44,7 @@ struct CommandFailure: Error, CustomStringConvertible {
         switch error {
         case let failure as CommandFailure: return failure.status
         case is UsageError: return .usage
-        case is BoardError: return .configuration
+        case is BoardError, is NoHardwareProvider: return .configuration
         case let receiver as ReceiverError:
             switch receiver {
             case .gpio, .link, .deviceGone, .noResponse: return .hardwareUnavailable

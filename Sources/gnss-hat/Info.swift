@@ -29,7 +29,8 @@ enum InfoCommand: Subcommand {
             }
         }
         let receiver = try Receiver(
-            board: board, options: ReceiverOptions(linger: try arguments.seconds("linger") ?? .zero, configure: false))
+            board: board, options: ReceiverOptions(linger: try arguments.seconds("linger") ?? .zero, configure: false),
+            hardware: CommandHardware.providers())
         let identity: ReceiverIdentity
         do {
             identity = try await receiver.identify()

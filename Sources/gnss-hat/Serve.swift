@@ -78,8 +78,11 @@ enum ServeCommand: Subcommand {
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
         // --early-position: the receiver hands out each epoch's provisional fix, which the source reports.
+        // The service runs in real time, so a simulated receiver tells the system's UTC (a chrony
+        // fed from it must not be a fixed day off).
         let receiver = try Receiver(
-            board: board, options: ReceiverOptions(linger: linger, provisionalFixes: arguments.flag("early-position")))
+            board: board, options: ReceiverOptions(linger: linger, provisionalFixes: arguments.flag("early-position")),
+            hardware: CommandHardware.providers(simulatedDayStartsNow: true))
         let source = GPSDSource.receiver(receiver)
         let server: GPSDServer
         do {

@@ -1,6 +1,7 @@
 // `gnss-hat simulate`: the simulated receiver on a pseudo-terminal, for other programs (gpsd,
 // gpspipe, minicom) to open as if it were a hat's serial port.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import LinuxSystem
 
@@ -22,7 +23,7 @@ enum SimulateCommand: Subcommand {
     static func run(_ arguments: ParsedArguments) async throws {
         let duration = try arguments.seconds("duration")
         let board = try BoardChoice.load(arguments)
-        guard case .simulator = board.link else {
+        guard SimulatedHardware().serves(board) else {
             throw CommandFailure(.configuration, "board \(board.name) is real hardware (\(board.link)); "
                 + "simulate needs a simulator board, e.g. --board simulator")
         }
@@ -32,7 +33,7 @@ enum SimulateCommand: Subcommand {
         let now = GNSSTime(nanosecondsSinceEpoch: WallClock.now())
         let hat = try SimulatedHat(board: board, clock: clock,
                                    settings: SimulatedReceiver.Settings(board: board, startTime: now))
-        let power = BoardPower(board: board, hardware: hat.hardware, clock: clock)
+        let power = BoardPower(on: hat)
         let steps = try await power.switchOn()
         StandardStream.output.write(hat.devicePath + "\n")
         if arguments.verbose {

@@ -2,6 +2,7 @@
 // whether the enable line is inactive once the last subscriber has gone. The measuring half of
 // scripts/hil-pi.sh, in Swift so the script parses one JSON line rather than a live view.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import LinuxSystem
 import Signals
@@ -41,16 +42,9 @@ enum TTFFCommand: Subcommand {
         let linger = try arguments.seconds("linger") ?? .zero
         let board = try BoardChoice.load(arguments)
         let options = ReceiverOptions(linger: linger)
-        let clock: AcceleratedClock
-        let receiver: Receiver
-        if case .simulator = board.link {
-            clock = AcceleratedClock(rate: speed ?? 1)
-            receiver = Receiver(hat: try SimulatedHat(board: board, clock: clock), options: options)
-        } else {
-            if speed != nil { throw CommandFailure(.configuration, "--speed needs a simulator board") }
-            clock = AcceleratedClock(rate: 1)
-            receiver = Receiver(board: board, options: options, hardware: .system(), clock: clock)
-        }
+        let hardware = CommandHardware.providers()
+        let clock = try CommandHardware.clock(speed: speed, board: board, providers: hardware)
+        let receiver = try Receiver(board: board, options: options, hardware: hardware, clock: clock)
         let log: @Sendable (String) -> Void = { line in
             if arguments.verbose { StandardStream.error.write("gnss-hat ttff [\(seconds(clock.now.offset))]: \(line)\n") }
         }
@@ -59,11 +53,9 @@ enum TTFFCommand: Subcommand {
             outcome = try await measure(receiver, clock: clock, budget: budget, off: off, log: log)
         } catch {
             await receiver.shutdown()
-            await receiver.simulator?.shutdown()
             throw error
         }
         await receiver.shutdown()
-        await receiver.simulator?.shutdown()
         let passed = outcome.cold != nil && outcome.hot != nil && outcome.lineFailures == 0
         if arguments.flag("json") {
             func value(_ duration: Duration?) -> String { duration.map { seconds($0) } ?? "null" }

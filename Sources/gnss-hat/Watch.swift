@@ -3,6 +3,7 @@
 // ERROR objects and gpsd's TPV and SKY). `--demo` runs a scripted set of clients that come and
 // go, so the power is seen switching on and off.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import GPSD
 import LinuxSystem
@@ -33,27 +34,13 @@ enum WatchCommand: Subcommand {
         let demo = arguments.flag("demo")
         let board = try BoardChoice.load(arguments)
         let receiverOptions = ReceiverOptions(linger: linger, configure: arguments.flag("no-configure") ? false : nil)
-        let receiver: Receiver
-        var hat: SimulatedHat?
-        let clock: AcceleratedClock
-        if case .simulator = board.link {
-            clock = AcceleratedClock(rate: speed ?? (demo ? 5 : 1))
-            // The simulated receiver tells the time of the day it runs in.
-            let now = GNSSTime(nanosecondsSinceEpoch: WallClock.now())
-            let simulated = try SimulatedHat(board: board, clock: clock,
-                                             settings: SimulatedReceiver.Settings(board: board, startTime: now))
-            hat = simulated
-            receiver = Receiver(hat: simulated, options: receiverOptions)
-        } else {
-            if speed != nil { throw CommandFailure(.configuration, "--speed needs a simulator board") }
-            clock = AcceleratedClock(rate: 1)
-            receiver = Receiver(board: board, options: receiverOptions, hardware: .system(), clock: clock)
-        }
+        let hardware = CommandHardware.providers(simulatedDayStartsNow: true)
+        let clock = try CommandHardware.clock(speed: speed, fallback: demo ? 5 : 1, board: board, providers: hardware)
+        let receiver = try Receiver(board: board, options: receiverOptions, hardware: hardware, clock: clock)
         let json = arguments.flag("json") || !StandardStream.output.isTerminal
         let session = WatchSession(receiver: receiver, board: board, clock: clock, json: json, demo: demo)
         let failure = await session.run(duration: duration ?? (demo ? .seconds(105) : nil))
         await receiver.shutdown()
-        await hat?.shutdown()
         if let failure { throw failure }
     }
 }

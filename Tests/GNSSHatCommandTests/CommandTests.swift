@@ -87,9 +87,14 @@ struct CommandTests {
     func power() throws {
         let status = try CommandRun.run(["power", "status"])
         #expect(status.status == 0 && status.out.contains("no hardware line is touched"))
+        let on = try CommandRun.run(["power", "on", "--linger", "0"])
+        #expect(on.status == 0, "\(on.err)")
+        #expect(on.out.contains("gpio-enable: enable line \"GNSS_PWR_EN\" (active high) asserted (supply on)"))
+        #expect(on.out.contains("line enable: asserted (read back)"))
+        #expect(on.out.contains("simulated receiver: acquiring after power-on"))
         let off = try CommandRun.run(["power", "off"])
         #expect(off.status == 0)
-        #expect(off.out.contains("gpio-enable: enable line \"GNSS_PWR_EN\" (active high) asserted (supply on)"))
+        #expect(off.out.contains("gpio-enable: enable line \"GNSS_PWR_EN\" (active high) released to inactive"))
         #expect(off.out.contains("simulated receiver: off after power-off"))
     }
 

@@ -94,6 +94,23 @@ struct FakePowerSwitchTests {
         #expect(power.violations == ["power off while power on is still in progress"])
     }
 
+    @Test("with a hook, a misuse goes to the hook (and the record), not to the running test")
+    func misuseHook() async throws {
+        let reported = Lock<[String]>([])
+        let power = FakePowerSwitch(onMisuse: { misuse in reported.withLock { $0.append(misuse) } })
+        try await power.powerOn()
+        try await power.powerOn()
+        let gate = power.gateNextPowerOff()
+        let off = Task { await power.powerOff() }
+        await gate.waitUntilReached()
+        try await power.powerOn()
+        gate.open()
+        await off.value
+        let expected = ["power on while already on", "power on while power off is still in progress"]
+        #expect(reported.withLock { $0 } == expected)
+        #expect(power.violations == expected)
+    }
+
     @Test func injectedFailuresAreThrownInOrderAndLeaveItOff() async throws {
         let power = FakePowerSwitch()
         power.failNextPowerOn(with: FakePowerSwitch.InjectedFailure("first"))

@@ -1,4 +1,5 @@
 @testable import GNSSHat
+import GNSSHatSimulator
 import GNSSHatTesting
 import PiHardware
 import Signals

@@ -1,4 +1,5 @@
 import GNSSHat
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import PiHardware

@@ -1,5 +1,6 @@
 import Foundation
 import GNSSHat
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import LinuxSystem
@@ -132,11 +133,13 @@ struct Schedule {
             try await rig.driver.run(limit: .zero) { await receiver.waitForPower { !$0.isPowered } }
         } catch {
             let derived = [receiver.fixes.state, receiver.sky.state, receiver.pps.state, receiver.messages.state]
+            let deadline = receiver.timeToNextDeadline.map { "\($0)" } ?? "none"
+            let failure = receiver.statistics.lastFailure ?? "none"
+            let parts = rig.driver.activity.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", ")
             Issue.record(Comment(rawValue: "still \(receiver.powerState) after the linger (\(error)); "
-                + "signal \(receiver.events.statistics); derived \(derived); busy \(receiver.isBusy); "
-                + "next deadline \(receiver.timeToNextDeadline.map { "\($0)" } ?? "none"); "
-                + "traffic: \(rig.hat.traffic.counts); "
-                + "last failure: \(receiver.statistics.lastFailure ?? "none"): \(context.rawValue)"))
+                + "signal \(receiver.events.statistics); derived \(derived); parts: \(parts); "
+                + "next deadline \(deadline); traffic: \(rig.hat.traffic.counts); "
+                + "last failure: \(failure): \(context.rawValue)"))
         }
         let levels = rig.powerLine?.levels ?? []
         #expect(!rig.powerIsOn, Comment(rawValue: context.rawValue + "; enable line levels \(levels); "

@@ -1,4 +1,5 @@
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import Signals
 import Testing
@@ -9,7 +10,7 @@ import Testing
 func firstPosition(board name: String = "simulator", clock: some Clock<Duration> = ContinuousClock())
     async throws -> Fix?
 {
-    let receiver = try Receiver(board: BoardCatalog.load(name), clock: clock)
+    let receiver = try Receiver(board: BoardCatalog.load(name), hardware: .systemOrSimulated, clock: clock)
     let states = Task {  // off, powering on, on, lingering, powering off, off (or failed)
         for await state in receiver.powerStates() { print("power:", state) }
     }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GNSSHat  // PowerStrategyRunner.lineOffAttempts
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import LinuxSystem
@@ -309,7 +310,7 @@ struct ReceiverConfigurationTests {
         let gpio = FakeGPIO()
         let hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: .inProcess, timing: .driven,
                                    receiverBaud: 38400)
-        let receiver = Receiver(hat: hat)
+        let receiver = Receiver(on: hat)
         let driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
         let events = receiver.events.subscribe(buffering: .bounded(100_000))
         let notice = try await driver.run {

@@ -1,4 +1,5 @@
 import GNSSHat
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import Signals
@@ -28,7 +29,7 @@ struct Rig {
         settings?(&simulation)
         hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: connection, timing: .driven,
                                settings: simulation)
-        receiver = Receiver(hat: hat, options: options)
+        receiver = Receiver(on: hat, options: options)
         driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
     }
 

@@ -1,4 +1,5 @@
 @testable import GNSSHat  // Receiver.session: the HardwareSession that owns the PPS thread
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import PiHardware
@@ -100,13 +101,13 @@ struct SessionLifetimeTests {
         if scenario == .ddcNeverAnswers {
             var ddcBoard = board
             ddcBoard.link = .i2c(Board.I2C(bus: 1, address: 0x42))
-            var hardware = hat.hardware
+            var access = hat.access
             let bus = FakeUBloxI2C()
-            hardware.openI2C = { _ in bus }
-            receiver = Receiver(board: ddcBoard, options: ReceiverOptions(configure: false), hardware: hardware,
-                                clock: clock)
+            access.openI2C = { _ in bus }
+            receiver = Receiver(on: try BoardHardware(board: ddcBoard, access: access, clock: clock),
+                                options: ReceiverOptions(configure: false))
         } else {
-            receiver = Receiver(hat: hat)
+            receiver = Receiver(on: hat)
         }
         let driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
         let enable = board.gpio.address(try #require(board.gpio.enable))

@@ -1,4 +1,5 @@
-@testable import GNSSHat  // SimulatedHat.whenHostOpenAccepted: a fault in the middle of an open
+import GNSSHat
+@testable import GNSSHatSimulator  // SimulatedHat.whenHostOpenAccepted: a fault in the middle of an open
 import GNSSHatTesting
 import GNSSProtocol
 import LinuxSystem
@@ -18,7 +19,7 @@ struct SimulatedHatLinkTests {
         let hat = try SimulatedHat(board: try Rig.simulatorBoard(), clock: clock, connection: .inProcess,
                                    timing: .driven)
         hat.whenHostOpenAccepted { [weak hat] in hat?.disappear() }
-        let first = try hat.hardware.openSerial("simulator", hat.baud, false)
+        let first = try hat.access.openSerial("simulator", hat.baud, false)
         hat.whenHostOpenAccepted(nil)
         #expect(!hat.isPresent)
         do {
@@ -33,7 +34,7 @@ struct SimulatedHatLinkTests {
         first.close()
 
         try hat.reappear()
-        let second = try hat.hardware.openSerial("simulator", hat.baud, false)
+        let second = try hat.access.openSerial("simulator", hat.baud, false)
         hat.receiver.setMainPower(true)
         var received: [UInt8] = []
         while received.isEmpty, let next = hat.receiver.timeToNextEvent {
@@ -60,7 +61,7 @@ struct SimulatedHatLinkTests {
             other.withLock { $0 = try? PseudoTerminal(holdDeviceOpen: true) }
         }
         #expect {
-            try hat.hardware.openSerial(oldPath, hat.baud, false)
+            try hat.access.openSerial(oldPath, hat.baud, false)
         } throws: { error in
             guard case SerialError.notFound = error else { return false }
             return true
@@ -69,7 +70,7 @@ struct SimulatedHatLinkTests {
         #expect(!hat.isPresent)
 
         try hat.reappear()
-        let port = try hat.hardware.openSerial(hat.devicePath, hat.baud, false)
+        let port = try hat.access.openSerial(hat.devicePath, hat.baud, false)
         port.close()
         other.withLock { $0?.close() }
         hat.receiver.shutdown()

@@ -11,8 +11,23 @@ final class Delivered: Sendable {
     private let state = Lock<(bytes: [UInt8], failure: String?)>(([], nil))
     var bytes: [UInt8] { state.withLock { $0.bytes } }
     var failure: String? { state.withLock { $0.failure } }
-    func add(_ bytes: [UInt8]) { state.withLock { $0.bytes += bytes } }
-    func fail(_ error: any Error) { state.withLock { $0.failure = "\(error)" } }
+    private let changed = ConditionWaiters()
+    func add(_ bytes: [UInt8]) {
+        state.withLock { $0.bytes += bytes }
+        changed.resumeAll()
+    }
+    func fail(_ error: any Error) {
+        state.withLock { $0.failure = "\(error)" }
+        changed.resumeAll()
+    }
+    /// Suspends until at least `count` bytes came or a failure did (or the task is cancelled).
+    func waitForBytes(_ count: Int) async {
+        await changed.wait { state.withLock { $0.bytes.count >= count || $0.failure != nil } }
+    }
+    /// Suspends until a failure came (or the task is cancelled).
+    func waitForFailure() async {
+        await changed.wait { failure != nil }
+    }
     /// The bytes so far, forgetting them.
     func take() -> [UInt8] {
         state.withLock { state in
@@ -73,7 +88,7 @@ struct TransportTests {
         #expect(delivered.failure == nil)
     }
 
-    @Test("DDC transport: a few failed transfers are retried, more fail the session")
+    @Test("DDC transport: a few failed transfers are retried, more fail the session", .timeLimit(.minutes(1)))
     func ddcFailures() async throws {
         let clock = ManualClock()
         let bus = FakeUBloxI2C()
@@ -84,15 +99,19 @@ struct TransportTests {
         await clock.waitForSleepers(1)
         #expect(delivered.failure == nil)
         for _ in 0..<(DDCTransport.failuresTolerated + 1) { bus.inject(.fail(.remoteIO)) }
-        var polls = 0
-        while delivered.failure == nil, let next = clock.nextDeadline {
+        // One failure before, three more after the first poll: the polls before the last sleep
+        // again, the last reports the failure (a poll that does neither ends in the time limit).
+        for poll in 1...DDCTransport.failuresTolerated {
+            let next = try #require(clock.nextDeadline, "poll \(poll) sleeps until its deadline")
+            try #require(delivered.failure == nil, "no failure before poll \(poll)")
             clock.advance(to: next)
-            polls += 1
-            // The poll either sleeps again or reports the failure.
-            while clock.sleeperCount == 0 && delivered.failure == nil { await Task.yield() }
+            if poll < DDCTransport.failuresTolerated {
+                await clock.waitForSleepers(1)
+            } else {
+                await delivered.waitForFailure()
+            }
         }
         await transport.close()
-        #expect(polls == DDCTransport.failuresTolerated, "one failure before, three more after the first poll")
         #expect(delivered.failure?.contains("EREMOTEIO") == true)
     }
 
@@ -108,7 +127,7 @@ struct TransportTests {
         #expect(link.written == [[9, 9]])
         // The read loop runs on a thread of its own: closing before it has read would stop it
         // with the bytes unread (a loaded machine, ThreadSanitizer), so wait for them first.
-        while delivered.bytes.count < 3 && delivered.failure == nil && !Task.isCancelled { await Task.yield() }
+        await delivered.waitForBytes(3)
         #expect(delivered.bytes == [1, 2, 3])
         link.hangUp()
         await transport.close()

@@ -42,6 +42,28 @@ struct RealClientTests {
         #expect(await serve.stop() == 0)
     }
 
+    @Test("served in real time, the simulated receiver tells the system's UTC time, within a second")
+    func simulatorServesSystemTime() async throws {
+        let serve = try await ServeProcess(["--board", "simulator"])
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: serve.address)
+        try client.send("?WATCH={\"enable\":true,\"json\":true};")
+        // The first report with a time can go out with the next epoch (measured: a second late,
+        // the later ones a few milliseconds), so the third one is checked.
+        var timed: [(text: String, received: Date)] = []
+        while timed.count < 3 {
+            let tpv = try await client.object(ofClass: "TPV")
+            if let text = tpv["time"] as? String { timed.append((text, Date())) }
+        }
+        let (text, received) = timed[2]
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let time = try #require(format.date(from: text), "TPV time \(text) is not ISO 8601")
+        #expect(abs(received.timeIntervalSince(time)) < 1, "TPV time \(text), system time \(received)")
+        #expect(await serve.stop() == 0)
+    }
+
     @Test("the python3-gps client library reads TPV and SKY into its session")
     func pythonGPS() async throws {
         let python = try TestPaths.tool("/usr/bin/python3", package: "python3")

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GNSSHat  // ReceiverEvent.forEach(of:): decoder outputs as the session delivers them
+import GNSSHatSimulator
 import GNSSProtocol
 @testable import GPSD
 import PiHardware
@@ -137,11 +138,12 @@ struct ReportEncoderTests {
     }
 
     @Test("a simulator board's device: its pseudo-terminal, speed, driver, cycle and PPS")
-    func device() throws {
+    func device() async throws {
         let board = try BoardCatalog.load("simulator")
-        let receiver = try Receiver(board: board)
+        let receiver = try Receiver(board: board, hardware: .simulated)
         let device = GPSDDevice(receiver: receiver)
         #expect(device.path.hasPrefix("/dev/pts/"))
         #expect(device.bps == 115200 && device.driver == "u-blox" && device.cycle == 1 && device.hasPPS)
+        await receiver.shutdown()
     }
 }

@@ -98,9 +98,9 @@ struct ServerTests {
         let nmea = try hub.connect(to: server.addresses[0])
         try nmea.send("?WATCH={\"enable\":true,\"nmea\":true};")
         _ = try await nmea.object(ofClass: "WATCH")
-        await waitUntil { source.passThroughDemand.isWanted }
+        await source.passThroughDemand.waitUntil(wanted: true)
         nmea.close()
-        await waitUntil { !source.passThroughDemand.isWanted }
+        await source.passThroughDemand.waitUntil(wanted: false)
         await server.shutdown()
     }
 
@@ -160,7 +160,7 @@ struct ServerTests {
         let fake = FakeSource()
         let server = try makeServer(fake.source()) { $0.keepOn = true }
         await fake.power.waitUntil(on: true)
-        await waitUntil { server.statistics.deviceActive }
+        await server.waitForStatistics { $0.deviceActive }
         let hub = try ClientHub()
         defer { hub.stop() }
         let client = try hub.connect(to: server.addresses[0])
@@ -304,7 +304,7 @@ struct ServerTests {
         let warm = try hub.connect(to: address)
         _ = try await warm.object()
         warm.close()
-        await waitUntil { server.statistics.closed == 1 }
+        await server.waitForStatistics { $0.closed == 1 }
         let port = try #require(address.port)
         #expect(try descriptorsOnLocalPort(port) == 1)
         for cycle in 0..<10_000 {
@@ -320,14 +320,10 @@ struct ServerTests {
         probe.close()
         // The server sees each close in its own time, and publishes its counters at the end of a
         // pass: the probe's VERSION can arrive before the pass that accepted it (and the last
-        // cycles' connections) has published them. Wait until every connection is counted,
-        // accepted and closed (a minute at most, so that a lost one fails with the counts).
-        let deadline = ContinuousClock.now + .seconds(60)
-        var statistics = server.statistics
-        while statistics.accepted < 10_002 || statistics.closed < statistics.accepted, ContinuousClock.now < deadline {
-            await Task.yield()
-            statistics = server.statistics
-        }
+        // cycles' connections) has published them. Wait until a pass has counted every connection
+        // accepted and closed (a lost one ends in the suite's time limit).
+        await server.waitForStatistics { $0.accepted >= 10_002 && $0.closed >= $0.accepted }
+        let statistics = server.statistics
         #expect(statistics.accepted == 10_002, "\(statistics); the service's log: \(log.all.suffix(20))")
         #expect(statistics.clients == 0 && statistics.watchers == 0)
         await fake.power.waitUntil(on: false)

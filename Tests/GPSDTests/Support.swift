@@ -278,8 +278,3 @@ func makeServer(
     try server.start()
     return server
 }
-
-/// Suspends (yielding) until `condition` holds: for state the server publishes after each pass.
-func waitUntil(_ condition: () -> Bool) async {
-    while !condition() { await Task.yield() }
-}

@@ -41,21 +41,41 @@ struct ConditionWaitersTests {
         #expect(flag.value)
     }
 
+    /// Waits on `waiters` with a condition that numbers its looks (from 1) and asks `look` what each
+    /// one does and says; returns how many looks the wait took.
+    static func looks(waitingOn waiters: ConditionWaiters, _ look: @escaping @Sendable (Int) -> Bool) async -> Int {
+        let looks = SharedValue(0)
+        await waiters.wait {
+            look(looks.update { looks -> Int in
+                looks += 1
+                return looks
+            })
+        }
+        return looks.value
+    }
+
+    @Test("a resumeAll() while the condition does not hold only makes the waiter look again")
+    func resumedWhileFalse() async {
+        let waiters = ConditionWaiters()
+        // The look after parking resumes every waiter (for some other change) and says no; the
+        // waiter must look a third time, which says yes.
+        let looks = await Self.looks(waitingOn: waiters) { look in
+            if look == 2 { waiters.resumeAll() }
+            return look > 2
+        }
+        #expect(looks == 3, "the wait ended on a resumeAll() with its condition false")
+    }
+
     @Test("a change that lands between the waiter's first look and its parking is not missed")
     func changeWhileParking() async {
         let waiters = ConditionWaiters()
-        let looks = SharedValue(0)
         // The first look says no and, before the waiter parks, the owner changes the state and
         // calls resumeAll() (which finds nobody parked): the look after parking must see it.
-        await waiters.wait {
-            let look = looks.update { looks -> Int in
-                looks += 1
-                return looks
-            }
+        let looks = await Self.looks(waitingOn: waiters) { look in
             if look == 1 { waiters.resumeAll() }
             return look > 1
         }
-        #expect(looks.value == 2)
+        #expect(looks == 2)
     }
 
     @Test("cancelling the waiting task ends its wait; the condition never held")

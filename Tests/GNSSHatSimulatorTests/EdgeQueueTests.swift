@@ -1,4 +1,4 @@
-@testable import GNSSHat
+@testable import GNSSHatSimulator
 import GNSSHatTesting  // onThread
 import LinuxSystem
 import PiHardware

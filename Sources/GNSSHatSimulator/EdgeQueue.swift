@@ -1,9 +1,9 @@
 // The edges (and failures) an in-process edge source hands its reader: the simulator's PPS line
 // (`SimulatedEdgeSource`) and the tests' `FakeEdgeSource` are both a queue like this one.
 
-package import Dispatch
-package import LinuxSystem
-package import PiHardware
+import Dispatch
+public import LinuxSystem
+public import PiHardware
 import Signals
 
 /// Edges queued by a feeder and taken by one reader, with both of `EdgeEventSource`'s waits: a
@@ -11,7 +11,7 @@ import Signals
 /// (`poll` on an eventfd woken with each item, beside the caller's waker, as a GPIO line's event
 /// descriptor is waited on). A failure queued with ``fail(with:)`` is thrown by the next wait,
 /// before any queued edge.
-package final class EdgeQueue: Sendable {
+public final class EdgeQueue: Sendable {
     private struct State {
         var edges: [EdgeEvent] = []
         var failure: (any Error & Sendable)?
@@ -28,12 +28,12 @@ package final class EdgeQueue: Sendable {
 
     /// `eventfd`: false makes ``next(until:)`` wait in steps, as it does when no eventfd can be
     /// had (tests of that path).
-    package init(eventfd: Bool = true) {
+    public init(eventfd: Bool = true) {
         ready = eventfd ? try? Waker() : nil
     }
 
     /// Queues an edge for the reader.
-    package func push(_ edge: EdgeEvent) {
+    public func push(_ edge: EdgeEvent) {
         state.withLock { state in
             state.edges.append(edge)
             // Under the lock, so that a reader taking the edge finds the count it takes too.
@@ -43,7 +43,7 @@ package final class EdgeQueue: Sendable {
     }
 
     /// Makes the next wait throw `error`; a second failure before that wait replaces the first.
-    package func fail(with error: any Error & Sendable) {
+    public func fail(with error: any Error & Sendable) {
         state.withLock { state in
             if state.failure == nil { signal.signal() }
             state.failure = error
@@ -52,16 +52,16 @@ package final class EdgeQueue: Sendable {
     }
 
     /// Edges queued but not taken yet.
-    package var pendingCount: Int { state.withLock { $0.edges.count } }
+    public var pendingCount: Int { state.withLock { $0.edges.count } }
     /// How many times ``next(timeout:)`` was called: a reader that waits with a waker never
     /// needs it.
-    package var timedWaits: Int { state.withLock { $0.timedWaits } }
+    public var timedWaits: Int { state.withLock { $0.timedWaits } }
     /// How many ``next(until:)`` calls ended woken, with no edge.
-    package var wokenWaits: Int { state.withLock { $0.wokenWaits } }
+    public var wokenWaits: Int { state.withLock { $0.wokenWaits } }
 
     /// The pending failure (thrown) or the first queued edge, waiting up to `timeout` for one;
     /// nil on time-out.
-    package func next(timeout: Duration) throws -> EdgeEvent? {
+    public func next(timeout: Duration) throws -> EdgeEvent? {
         state.withLock { $0.timedWaits += 1 }
         // The semaphore counts queued edges and failures, so a wait succeeds once per item.
         guard signal.wait(timeout: dispatchDeadline(after: timeout)) == .success else { return nil }
@@ -70,7 +70,7 @@ package final class EdgeQueue: Sendable {
 
     /// Waits with no time-out for an edge or a failure, or until `waker` is woken (then returns
     /// nil).
-    package func next(until waker: Waker) throws -> EdgeEvent? {
+    public func next(until waker: Waker) throws -> EdgeEvent? {
         while true {
             if let edge = try take(counted: true) { return edge }
             let woken: Bool
@@ -107,6 +107,6 @@ package final class EdgeQueue: Sendable {
 
 /// A Dispatch deadline `timeout` from now (a negative one is now), capped at a day: for the
 /// semaphore waits of the simulator and the test doubles.
-package func dispatchDeadline(after timeout: Duration) -> DispatchTime {
+func dispatchDeadline(after timeout: Duration) -> DispatchTime {
     .now() + .nanoseconds(Int(min(timeout.clampedNanoseconds, 86_400_000_000_000)))
 }

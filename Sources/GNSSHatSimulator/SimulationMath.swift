@@ -1,6 +1,5 @@
-// Small numeric helpers for the simulator: GNSSHat imports no C library, so sine and cosine
-// are computed here (a trajectory needs a few digits, not libm's last bit), and random
-// numbers come from a seeded generator so that every simulation can be replayed exactly.
+// Small numeric helpers for the simulator: it imports no C library, so sine and cosine are
+// computed here (a trajectory needs a few digits, not libm's last bit).
 
 enum SimulationMath {
     /// Sine of `x` radians: range reduction to [-π/4, π/4], then Taylor polynomials
@@ -46,31 +45,8 @@ enum SimulationMath {
 
     static func radians(_ degrees: Double) -> Double { degrees * .pi / 180 }
 
-    /// Milliseconds in a duration (rounded down).
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}
-
-/// SplitMix64: a small, fast, seedable generator (Steele, Lea and Flood 2014).
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    public init(seed: UInt64) {
-        state = seed
-    }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,15 +1,16 @@
 import Foundation
-@testable import GNSSHat
+@testable import GNSSHat  // Configurator.valsetItems: what the session configures, the receiver accepts
+@testable import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import Signals
 import Testing
 
 /// A simulated receiver on a manual clock, its output decoded by GNSSProtocol.
-final class ModelBench: Sendable {
+final class ReceiverBench: Sendable {
     let clock = ManualClock()
     let receiver: SimulatedReceiver
-    private let output = Delivered()
+    private let output = SentBytes()
 
     init(
         _ dialect: SimulatedReceiver.Dialect, simulation: Board.Simulation = Board.Simulation(coldStart: .seconds(26))
@@ -67,7 +68,7 @@ struct SimulatedReceiverTests {
 
     @Test("silent while off; boot messages after the boot time; a cold start takes the cold time")
     func bootAndColdStart() {
-        let bench = ModelBench(Self.ublox)
+        let bench = ReceiverBench(Self.ublox)
         bench.advance(by: .seconds(10))
         #expect(bench.take().messages.isEmpty)
         bench.send(UBX.poll(.monVER))
@@ -89,7 +90,7 @@ struct SimulatedReceiverTests {
 
     @Test("MON-VER, CFG-VALSET acknowledged and applied; unknown CFG messages refused")
     func configuration() {
-        let bench = ModelBench(Self.ublox)
+        let bench = ReceiverBench(Self.ublox)
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(1))
         _ = bench.take()
@@ -113,7 +114,7 @@ struct SimulatedReceiverTests {
 
     @Test("a u-blox 8 refuses CFG-VALSET and takes CFG-MSG and CFG-RATE")
     func ubloxGen8() {
-        let bench = ModelBench(.ublox(protocolVersion: 18))
+        let bench = ReceiverBench(.ublox(protocolVersion: 18))
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(1))
         _ = bench.take()
@@ -128,7 +129,7 @@ struct SimulatedReceiverTests {
 
     @Test("RXM-PMREQ: backup until a UART byte, then a hot start; configuration is lost")
     func backupAndUARTWake() {
-        let bench = ModelBench(Self.ublox)
+        let bench = ReceiverBench(Self.ublox)
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(30))
         bench.send(UBXCfgValSet(items: Configurator.valsetItems(period: .seconds(1), i2c: false)).frame)
@@ -151,7 +152,7 @@ struct SimulatedReceiverTests {
 
     @Test("RXM-PMREQ woken by EXTINT, and by the end of its duration")
     func backupWakeSources() {
-        let bench = ModelBench(Self.ublox)
+        let bench = ReceiverBench(Self.ublox)
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(30))
         bench.send(UBXRxmPmReq.backup(wakeupSources: [.extint0]).frame)
@@ -169,7 +170,7 @@ struct SimulatedReceiverTests {
 
     @Test("CFG-RST: GNSS stop is silent, GNSS start resumes hot; a cold reset forgets the ephemeris")
     func gnssStopStart() {
-        let bench = ModelBench(Self.ublox)
+        let bench = ReceiverBench(Self.ublox)
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(30))
         bench.send(UBXCfgRst.gnssStop.frame)
@@ -190,7 +191,7 @@ struct SimulatedReceiverTests {
     func backupSupply() {
         for supply in [true, false] {
             let simulation = Board.Simulation(coldStart: .seconds(26), backupSupply: supply)
-            let bench = ModelBench(Self.ublox, simulation: simulation)
+            let bench = ReceiverBench(Self.ublox, simulation: simulation)
             bench.receiver.setMainPower(true)
             bench.advance(by: .seconds(30))
             bench.receiver.setMainPower(false)
@@ -203,7 +204,7 @@ struct SimulatedReceiverTests {
 
     @Test("MTK: boot messages, PMTK314 and PMTK220 acknowledged and applied, PMTK161 standby and wake-up")
     func mtk() {
-        let bench = ModelBench(.mtk)
+        let bench = ReceiverBench(.mtk)
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(1))
         let boot = bench.take().messages
@@ -232,7 +233,7 @@ struct SimulatedReceiverTests {
 
     @Test("MTK perpetual backup: only a FORCE_ON pulse brings it back")
     func perpetualBackup() {
-        let bench = ModelBench(.mtk)
+        let bench = ReceiverBench(.mtk)
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(1))
         bench.send(PMTK.perpetualBackup)
@@ -247,7 +248,7 @@ struct SimulatedReceiverTests {
 
     @Test("faults: corrupted frames fail their checksum, a stall pauses, silent answers nothing")
     func faults() {
-        let bench = ModelBench(Self.ublox)
+        let bench = ReceiverBench(Self.ublox)
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(1))
         _ = bench.take()
@@ -270,7 +271,7 @@ struct SimulatedReceiverTests {
 
     @Test("time in each mode adds up")
     func energyAccounting() {
-        let bench = ModelBench(Self.ublox)
+        let bench = ReceiverBench(Self.ublox)
         bench.advance(by: .seconds(10))
         bench.receiver.setMainPower(true)
         bench.advance(by: .seconds(60))
@@ -286,9 +287,9 @@ struct SimulatedReceiverTests {
 
     @Test("the trajectory moves at the set speed and course")
     func trajectory() {
-        let model = Model(settings: SimulatedReceiver.Settings(
+        let machine = ReceiverMachine(settings: SimulatedReceiver.Settings(
             dialect: Self.ublox, simulation: Board.Simulation(latitude: 0, longitude: 0, speed: 10, course: 90)))
-        let position = model.position(at: .seconds(100))
+        let position = machine.position(at: .seconds(100))
         #expect(abs(position.latitude) < 1e-9)
         #expect(abs(position.longitude * 111_320 - 1000) < 0.01)
     }
@@ -300,7 +301,7 @@ struct SimulatedReceiverTests {
     }
 }
 
-extension ModelBench {
+extension ReceiverBench {
     func setExtintPulse() {
         receiver.setExtint(true)
         receiver.setExtint(false)

@@ -1,21 +1,10 @@
 // The simulated receiver's navigation output for one epoch, encoded by GNSSProtocol: u-blox NMEA
 // (GN talker, per-system GSV) with the UBX NAV messages configuration enabled, or MTK NMEA
 // (GP talker, PMTK314 rates).
+import GNSSHat
 import GNSSProtocol
-public import LinuxSystem
-public import PiHardware
-import Signals
 
-/// One satellite of the simulated sky.
-struct SimulatedSatellite: Sendable {
-    var system: GNSSSystem
-    var svid: Int
-    var elevation: Int
-    var azimuth: Int
-    var strength: Int
-    var used: Bool
-}
-
+/// The frames of one epoch of the simulated receiver's navigation output, in the order it sends them.
 enum SimulatedEpoch {
     /// GPS seconds are ahead of UTC by the leap seconds (18 since 2017); GPS time started at
     /// 1980-01-06, 315 964 800 s after the Unix epoch.
@@ -139,36 +128,5 @@ enum SimulatedEpoch {
             ).sentence(format))
         }
         return sentences
-    }
-}
-
-/// An edge source fed by the simulator: the PPS line of a simulated hat.
-public final class SimulatedEdgeSource: EdgeEventSource {
-    public let name: String
-    private let queue = EdgeQueue()
-
-    public init(name: String) {
-        self.name = name
-    }
-
-    /// Queues an edge for the reader.
-    public func emit(_ edge: EdgeEvent) {
-        queue.push(edge)
-    }
-
-    /// How many times ``nextEdge(timeout:)`` was called (tests: a reader that can be woken
-    /// never needs it).
-    var timedWaits: Int { queue.timedWaits }
-    /// How many ``nextEdge(until:)`` calls ended woken, with no edge.
-    var wokenWaits: Int { queue.wokenWaits }
-
-    public func nextEdge(timeout: Duration) throws -> EdgeEvent? {
-        try queue.next(timeout: timeout)
-    }
-
-    /// Waits with no time-out for an edge, or until `waker` is woken (then returns nil): `poll`
-    /// on an eventfd woken with each edge beside the waker's.
-    public func nextEdge(until waker: Waker) throws -> EdgeEvent? {
-        try queue.next(until: waker)
     }
 }

@@ -1,0 +1,163 @@
+// What the simulated receiver does with the host's bytes: wakes up, or decodes them and answers and
+// obeys the UBX and PMTK commands among them.
+import GNSSProtocol
+
+extension ReceiverMachine {
+    // MARK: Host bytes
+
+    mutating func receive(_ bytes: [UInt8], now: Duration, output: inout ReceiverOutput) {
+        guard mainPower, !reset, !bytes.isEmpty else { return }
+        switch mode {
+        case .off, .booting, .perpetualBackup:
+            return
+        case .backup:
+            // The bytes that wake a u-blox are lost.
+            if backupWake.contains(.uartRX) { boot(now: now) }
+            return
+        case .standby:
+            if !isUBlox, !standbyLine { wakeFromStandby(now: now, output: &output) }
+            return
+        case .acquiring, .tracking, .gnssStopped:
+            break
+        }
+        if silent { return }
+        intake.append(contentsOf: bytes)
+        while let decoded = intake.next() {
+            // A command is acted on at once and never kept, so it may share the decoder's buffer.
+            guard case .message(let message) = decoded else { continue }
+            handle(message, now: now, output: &output)
+            // A command may have put the receiver to sleep: the rest is not read.
+            if mode == .backup || mode == .standby || mode == .perpetualBackup || mode == .booting { break }
+        }
+    }
+
+    mutating func handle(_ message: Message, now: Duration, output: inout ReceiverOutput) {
+        switch message {
+        case .ubx(let ubx) where isUBlox:
+            handleUBX(ubx, now: now, output: &output)
+        case .nmea(.pmtk(let pmtk)) where !isUBlox:
+            handlePMTK(pmtk, now: now, output: &output)
+        default:
+            return
+        }
+    }
+
+    mutating func acknowledge(_ id: UBX.MessageID, now: Duration, output: inout ReceiverOutput) {
+        if ignoreConfiguration { return }
+        let ack = UBXAck(id)
+        send(rejectConfiguration ? ack.nakFrame : ack.ackFrame, now: now, output: &output)
+    }
+
+    mutating func handleUBX(_ message: UBXMessage, now: Duration, output: inout ReceiverOutput) {
+        switch message {
+        case .poll(.monVER):
+            commands.append("MON-VER poll")
+            let version = UBXMonVER(
+                softwareVersion: "ROM CORE 1.00 (simulated)", hardwareVersion: "00190000",
+                extensions: ["FWVER=SIM 1.00", "PROTVER=" + String(format2: protocolVersion), "MOD=" + settings.model])
+            send(version.frame, now: now, output: &output)
+        case .cfgValSet(let valset):
+            commands.append("CFG-VALSET")
+            guard protocolVersion >= 27 else {
+                send(UBXAck(.cfgVALSET).nakFrame, now: now, output: &output)
+                return
+            }
+            if !rejectConfiguration && !ignoreConfiguration {
+                for item in valset.items { apply(item) }
+            }
+            acknowledge(.cfgVALSET, now: now, output: &output)
+        case .cfgMsg(let msg):
+            commands.append("CFG-MSG \(msg.message)")
+            if !rejectConfiguration && !ignoreConfiguration {
+                let rate = msg.rates.count == 1 ? msg.rates[0] : (msg.rates.count > 1 ? msg.rates[1] : 0)
+                setUBXOutput(msg.message, rate > 0)
+            }
+            acknowledge(.cfgMSG, now: now, output: &output)
+        case .cfgRate(let rate):
+            commands.append("CFG-RATE")
+            if !rejectConfiguration && !ignoreConfiguration, rate.measRate >= 25 {
+                period = .milliseconds(Int(rate.measRate))
+            }
+            acknowledge(.cfgRATE, now: now, output: &output)
+        case .cfgPrt:
+            commands.append("CFG-PRT")
+            acknowledge(.cfgPRT, now: now, output: &output)
+        case .cfgRst(let rst):
+            commands.append("CFG-RST \(rst.resetMode)")
+            switch rst.resetMode {
+            case 0x08:
+                if mode == .acquiring || mode == .tracking { enter(.gnssStopped, now: now) }
+            case 0x09:
+                if mode == .gnssStopped { resume(now: now) }
+            default:
+                if rst.navBbrMask == 0xFFFF { ephemerisUntil = nil }
+                boot(now: now)
+            }
+        case .rxmPMREQ(let request):
+            commands.append("RXM-PMREQ")
+            guard request.flags & UBXRxmPmReq.flagBackup != 0 else { return }
+            backupWake = request.wakeupSources ?? [.uartRX, .extint0]
+            backupUntil = request.duration > 0 ? now + .milliseconds(Int(request.duration)) : nil
+            enter(.backup, now: now)
+        case .other(let id, _) where id.messageClass == UBX.Class.cfg:
+            commands.append("\(id)")
+            send(UBXAck(id).nakFrame, now: now, output: &output)
+        default:
+            return
+        }
+    }
+
+    mutating func apply(_ item: UBXConfigItem) {
+        switch item.key {
+        case UBXConfigItem.rateMeas:
+            if item.value >= 25 { period = .milliseconds(Int(item.value)) }
+        case 0x2091_0006, 0x2091_0007: setUBXOutput(.navPVT, item.value > 0)
+        case 0x2091_0015, 0x2091_0016: setUBXOutput(.navSAT, item.value > 0)
+        case 0x2091_005B, 0x2091_005C: setUBXOutput(.navTimeUTC, item.value > 0)
+        default: return
+        }
+    }
+
+    mutating func setUBXOutput(_ id: UBX.MessageID, _ on: Bool) {
+        if on { ubxOutput.insert(id) } else { ubxOutput.remove(id) }
+    }
+
+    mutating func handlePMTK(_ message: PMTKMessage, now: Duration, output: inout ReceiverOutput) {
+        guard case .other(let number, let fields) = message else { return }
+        commands.append("PMTK\(number)")
+        func ack(_ flag: Int) {
+            send(PMTKMessage.ack(command: number, flag: flag).sentence(), now: now, output: &output)
+        }
+        switch number {
+        case 0:
+            ack(3)
+        case 314, 220:
+            if ignoreConfiguration { return }
+            if rejectConfiguration { return ack(2) }
+            if number == 314 {
+                let rates = fields.map { Int($0) ?? 0 }
+                if rates.count >= 6 {
+                    mtkRates = PMTK.SentenceRates(gll: rates[0], rmc: rates[1], vtg: rates[2], gga: rates[3],
+                                                  gsa: rates[4], gsv: rates[5], zda: rates.count > 17 ? rates[17] : 0)
+                }
+            } else if let milliseconds = fields.first.flatMap({ Int($0) }), milliseconds >= 100 {
+                period = .milliseconds(milliseconds)
+            }
+            ack(3)
+        case 161:
+            ack(3)
+            enter(.standby, now: now)
+        case 225:
+            ack(3)
+            if fields.first == "4" { enter(.perpetualBackup, now: now) }
+        case 101, 102, 103:
+            if number == 103 { ephemerisUntil = nil }
+            boot(now: now)
+        case 605:
+            send(PMTKMessage.firmware(release: "AXN_5.1.7_3333_19020118", buildID: "0027", model: settings.model,
+                                      extra: ["1.0"]).sentence(), now: now, output: &output)
+        default:
+            ack(1)
+        }
+    }
+}

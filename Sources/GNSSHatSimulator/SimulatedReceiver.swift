@@ -1,0 +1,178 @@
+// A virtual receiver: a u-blox (UBX + NMEA) or an MTK (NMEA + PMTK) that boots when powered,
+// takes a cold or hot time to its first fix, follows a scripted trajectory, answers and obeys
+// configuration and power commands, and misbehaves on request. It writes its output to any
+// sink (a pseudo-terminal, an in-process link, a DDC simulator's control device) and takes
+// host bytes from whoever reads that sink. Every encoding is GNSSProtocol's.
+import GNSSHat
+public import GNSSProtocol
+import LinuxSystem
+import PiHardware
+import Signals
+
+/// A simulated GNSS receiver.
+public final class SimulatedReceiver: Sendable {
+    /// 2025-06-21 10:00:00 UTC: a fixed start so that simulations repeat exactly.
+    public static let defaultStartTime = GNSSTime(
+        date: GNSSDate(year: 2025, month: 6, day: 21), time: TimeOfDay(hour: 10, minute: 0, second: 0))
+
+    public let settings: Settings
+    public let timing: Timing
+    let clock: SimulationClock
+    private let state: Lock<ReceiverMachine>
+    private let sink = Lock<(@Sendable ([UInt8]) -> Void)?>(nil)
+    private let timer = Lock<(generation: UInt64, task: Task<Void, Never>?)>((0, nil))
+    /// The receiver's time pulse, as a GPIO edge source.
+    public let ppsOutput = SimulatedEdgeSource(name: "simulated PPS")
+
+    public init(settings: Settings, clock: some Clock<Duration>, timing: Timing = .selfTimed) {
+        self.settings = settings
+        self.timing = timing
+        self.clock = SimulationClock(clock)
+        state = Lock(ReceiverMachine(settings: settings))
+    }
+
+    /// Sends the receiver's output to `sink` from now on (nil: nowhere).
+    public func connect(output: (@Sendable ([UInt8]) -> Void)?) {
+        sink.withLock { $0 = output }
+    }
+
+    // MARK: - Observing
+
+    /// What the receiver is doing now.
+    public var mode: Mode { state.withLock { $0.mode } }
+
+    /// Time spent in each mode so far.
+    public var timeInModes: [Mode: Duration] {
+        let now = clock.now()
+        return state.withLock { machine in
+            var times = machine.timeIn
+            times[machine.mode, default: .zero] += now - machine.modeSince
+            return times
+        }
+    }
+
+    /// The starts so far, cold or hot, in order.
+    public var starts: [Start] { state.withLock { $0.starts } }
+
+    /// Navigation epochs sent, and those with a fix.
+    public var epochsSent: Int { state.withLock { $0.epochsSent } }
+    public var fixesSent: Int { state.withLock { $0.fixesSent } }
+
+    /// The names of the commands received, in order (`MON-VER poll`, `CFG-VALSET`, `PMTK314`…).
+    public var commandsReceived: [String] { state.withLock { $0.commands } }
+
+    /// The navigation period now in force.
+    public var period: Duration { state.withLock { $0.period } }
+
+    /// Whether the receiver sends UBX NAV-PVT (enabled by configuration).
+    public var sendsNavPVT: Bool { state.withLock { $0.ubxOutput.contains(.navPVT) } }
+
+    /// How long until the next event (boot end, epoch, wake-up), for a driver of a `.driven`
+    /// receiver; nil when nothing is due until something else happens.
+    public var timeToNextEvent: Duration? {
+        let now = clock.now()
+        return state.withLock { $0.nextDeadline() }.map { max($0 - now, .zero) }
+    }
+
+    // MARK: - Lines
+
+    /// Switches the main supply.
+    public func setMainPower(_ on: Bool) {
+        change { machine, now, output in machine.setMainPower(on, now: now, output: &output) }
+    }
+
+    /// Drives the reset input (asserted: held in reset).
+    public func setReset(_ asserted: Bool) {
+        change { machine, now, output in machine.setReset(asserted, now: now, output: &output) }
+    }
+
+    /// Drives the standby input (asserted: standby).
+    public func setStandby(_ asserted: Bool) {
+        change { machine, now, output in machine.setStandby(asserted, now: now, output: &output) }
+    }
+
+    /// Drives the FORCE_ON input: a pulse leaves perpetual backup.
+    public func setForceOn(_ asserted: Bool) {
+        change { machine, now, output in machine.setForceOn(asserted, now: now, output: &output) }
+    }
+
+    /// Drives the EXTINT input: a rising edge wakes a u-blox from backup when EXTINT0 is a wake source.
+    public func setExtint(_ asserted: Bool) {
+        change { machine, now, output in machine.setExtint(asserted, now: now, output: &output) }
+    }
+
+    // MARK: - Host traffic and faults
+
+    /// Bytes from the host: commands, or a wake-up.
+    public func receive(_ bytes: [UInt8]) {
+        change { machine, now, output in machine.receive(bytes, now: now, output: &output) }
+    }
+
+    /// Injects a fault.
+    public func inject(_ fault: Fault) {
+        change { machine, now, output in machine.inject(fault, now: now, output: &output) }
+    }
+
+    /// Ends every fault.
+    public func clearFaults() {
+        change { machine, _, _ in machine.clearFaults() }
+    }
+
+    /// Handles every event due by the clock's time now (`.driven` timing).
+    public func tick() {
+        change { machine, now, output in machine.advance(to: now, output: &output) }
+    }
+
+    /// Stops the receiver's own timer.
+    public func shutdown() {
+        let task = timer.withLock { timer -> Task<Void, Never>? in
+            timer.generation += 1
+            defer { timer.task = nil }
+            return timer.task
+        }
+        task?.cancel()
+    }
+
+    // MARK: - Internals
+
+    /// Applies a change under the lock, then sends what it produced and re-arms the timer.
+    private func change(_ body: (inout ReceiverMachine, Duration, inout ReceiverOutput) -> Void) {
+        let now = clock.now()
+        let output = state.withLock { machine -> ReceiverOutput in
+            var output = ReceiverOutput()
+            machine.advance(to: now, output: &output)
+            body(&machine, now, &output)
+            return output
+        }
+        deliver(output)
+        if timing == .selfTimed { reschedule() }
+    }
+
+    private func deliver(_ output: ReceiverOutput) {
+        if !output.bytes.isEmpty, let sink = sink.withLock({ $0 }) { sink(output.bytes) }
+        for edge in output.pulses { ppsOutput.emit(edge) }
+    }
+
+    private func reschedule() {
+        let deadline = state.withLock { $0.nextDeadline() }
+        let generation = timer.withLock { timer -> UInt64 in
+            timer.generation += 1
+            timer.task?.cancel()
+            timer.task = nil
+            return timer.generation
+        }
+        guard let deadline else { return }
+        let clock = clock
+        let task = Task { [weak self] in
+            do { try await clock.sleepUntil(deadline) } catch { return }
+            guard let self, self.timer.withLock({ $0.generation == generation }) else { return }
+            self.tick()
+        }
+        let keep = timer.withLock { timer -> Bool in
+            guard timer.generation == generation else { return false }
+            timer.task = task
+            return true
+        }
+        if !keep { task.cancel() }
+    }
+}

@@ -1,0 +1,35 @@
+// The composition root's choice of hardware: every command that opens a board opens it through
+// these providers, so no command asks whether its board is simulated.
+import GNSSHat
+import GNSSHatSimulator
+import GNSSProtocol
+import LinuxSystem
+
+enum CommandHardware {
+    /// The machine's own hardware for boards on a UART or an I2C bus, simulated hats for the
+    /// simulator boards. `simulatedDayStartsNow`: the simulated receiver starts at the system's UTC
+    /// (`watch`, `serve`: in real time it then tells the system's time), rather than at a fixed
+    /// day's, which repeats from run to run.
+    static func providers(simulatedDayStartsNow: Bool = false) -> HardwareProviders {
+        let simulated = simulatedDayStartsNow
+            ? SimulatedHardware(startTime: GNSSTime(nanosecondsSinceEpoch: WallClock.now()))
+            : SimulatedHardware()
+        return HardwareProviders(SystemHardware(), simulated)
+    }
+
+    /// The clock for a command that may run its board's time faster (`--speed N`): a clock at `speed`
+    /// (or `fallback` when no speed is given) on hardware whose time can be scaled, real time
+    /// otherwise. Throws when a speed is asked of hardware that keeps real time.
+    static func clock(speed: Double?, fallback: Double = 1, board: Board, providers: HardwareProviders)
+        throws -> AcceleratedClock
+    {
+        guard providers.canScaleTime(for: board) else {
+            if speed != nil {
+                throw CommandFailure(.configuration, "--speed needs a board whose time is simulated; "
+                    + "\(board.name) is real hardware (\(board.link))")
+            }
+            return AcceleratedClock(rate: 1)
+        }
+        return AcceleratedClock(rate: speed ?? fallback)
+    }
+}
