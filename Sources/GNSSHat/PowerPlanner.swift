@@ -18,7 +18,8 @@ public enum PowerPlanner {
         }
         guard let interval = effectiveInterval(of: demand) else {
             let continuous = candidate(.continuous, inputs: inputs)
-            return PowerPlanChoice(plan: .continuous, reason: "a subscriber needs every epoch", candidates: [continuous])
+            return PowerPlanChoice(
+                plan: .continuous, reason: "a subscriber needs every epoch", candidates: [continuous])
         }
         var candidates = [candidate(.continuous, inputs: inputs)]
         var excluded: [String] = []
@@ -30,7 +31,8 @@ public enum PowerPlanner {
         let kind = startKind(after: interval, inputs: inputs)
         let start = startDuration(kind, inputs: inputs)
         if interval.seconds >= start.seconds * minimumStartsPerInterval {
-            let plan = PowerPlan.dutyCycle(interval: interval, leadTime: start, budget: budget(for: start, interval: interval))
+            let plan = PowerPlan.dutyCycle(
+                interval: interval, leadTime: start, budget: budget(for: start, interval: interval))
             candidates.append(candidate(plan, inputs: inputs))
         } else {
             excluded.append("a \(kind.rawValue) start (\(PowerPlan.seconds(start))) is too long for a duty cycle")

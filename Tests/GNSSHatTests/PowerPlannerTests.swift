@@ -73,7 +73,8 @@ struct PowerPlannerTests {
     @Test("after a supply cut: aided starts when the state file has aiding, cold ones when not")
     func cutSupply() {
         let aided = PowerPlanner.choose(for: .every(.seconds(600)), inputs: Self.inputs(offKeepsBackup: false))
-        #expect(aided.plan == .dutyCycle(interval: .seconds(600), leadTime: .milliseconds(3300), budget: .milliseconds(33_300)))
+        #expect(aided.plan
+            == .dutyCycle(interval: .seconds(600), leadTime: .milliseconds(3300), budget: .milliseconds(33_300)))
         let cold = PowerPlanner.choose(
             for: .every(.seconds(600)), inputs: Self.inputs(offKeepsBackup: false, aiding: false))
         #expect(cold.plan
