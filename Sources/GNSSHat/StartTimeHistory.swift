@@ -1,0 +1,36 @@
+/// The times to first fix this receiver has taken, by start kind: the planner's lead time and
+/// expected on-time come from them once measured, from the chip family's figures before.
+///
+/// The estimate of a kind is the longest of its last ``window`` measurements: a duty cycle that
+/// powers on too late misses its fix, one that powers on a second early costs a second of
+/// acquisition current, so the estimate errs long.
+public struct StartTimeHistory: Sendable, Hashable {
+    /// How many recent measurements of each kind count.
+    public static let window = 5
+
+    private var recent: [StartKind: [Duration]] = [:]
+
+    public init() {}
+
+    /// Records one measured time to first fix (from power-on to the first fix that met the accuracy).
+    public mutating func record(_ duration: Duration, kind: StartKind) {
+        var times = recent[kind, default: []]
+        times.append(duration)
+        if times.count > Self.window { times.removeFirst(times.count - Self.window) }
+        recent[kind] = times
+    }
+
+    /// The measured times of `kind`, oldest first.
+    public func measured(_ kind: StartKind) -> [Duration] {
+        recent[kind] ?? []
+    }
+
+    /// `typical` with every measured kind replaced by its estimate.
+    public func estimates(over typical: StartTimes) -> StartTimes {
+        var times = typical
+        for kind in StartKind.allCases {
+            if let longest = recent[kind]?.max() { times[kind] = longest }
+        }
+        return times
+    }
+}
