@@ -139,7 +139,8 @@ let package = Package(
         .testTarget(
             name: "MQTTTests",
             dependencies: [
-                "MQTT", "GNSSHat", "GNSSHatTesting", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals", "TestSupport",
+                "MQTT", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals",
+                "TestSupport",
             ]
         ),
         // The command line: its parser through @testable import, its subcommands through the built binary.

@@ -2,6 +2,7 @@
 // minutes pass in moments), an MQTTBridge on a real broker, and the log lines it wrote.
 import Foundation
 import GNSSHat
+import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
 import LinuxSystem
@@ -10,14 +11,13 @@ import TestSupport
 
 @testable import MQTT
 
-/// The simulated receiver the bridge tests run, made the way the package makes one today. The one
-/// place that knows how: when the simulator moves to its own module, only this changes.
+/// The simulated receiver the bridge tests run: GNSSHatSimulator's hat, in process, on the manual clock.
 func makeSimulatedReceiver(clock: ManualClock, linger: Duration) throws -> (SimulatedHat, Receiver) {
     guard var board = try BoardCatalog.builtIn("simulator") else { throw TestSetupError("no simulator board") }
     // A cold start of a few simulated seconds: what matters here is what comes after the first fix.
     board.simulation?.coldStart = .seconds(3)
     let hat = try SimulatedHat(board: board, clock: clock, connection: .inProcess, timing: .driven)
-    return (hat, Receiver(hat: hat, options: ReceiverOptions(linger: linger)))
+    return (hat, Receiver(on: hat, options: ReceiverOptions(linger: linger)))
 }
 
 /// Lines a bridge logged, in order; tests wait for the one they expect.
