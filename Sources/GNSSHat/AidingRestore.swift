@@ -141,8 +141,10 @@ public struct AidingRestoreMachine: Sendable {
         guard let position = state.position, let age = state.age(now: clock) else { return nil }
         let seconds = Double(age.components.seconds) + Double(age.components.attoseconds) * 1e-18
         let grown = max(0, position.accuracy) + settings.speedBound * seconds
-        let limit = family == .mtk
-            ? min(settings.maximumPositionAccuracy, PMTKPositionAiding.requiredAccuracy) : settings.maximumPositionAccuracy
+        let limit =
+            family == .mtk
+            ? min(settings.maximumPositionAccuracy, PMTKPositionAiding.requiredAccuracy)
+            : settings.maximumPositionAccuracy
         return grown.isFinite && grown <= limit ? grown : nil
     }
 
@@ -163,7 +165,9 @@ public struct AidingRestoreMachine: Sendable {
         }
         if clockError != nil { steps.append(.time) }
         // PMTK741 carries the time: without a synchronised clock it would poison the receiver.
-        if let accuracy = grownPositionAccuracy, family != .mtk || clockError != nil { steps.append(.position(accuracy)) }
+        if let accuracy = grownPositionAccuracy, family != .mtk || clockError != nil {
+            steps.append(.position(accuracy))
+        }
         if family.isUBlox { steps += state.databaseRecords.indices.map { .record($0) } }
         return next(now: now)
     }
@@ -180,7 +184,11 @@ public struct AidingRestoreMachine: Sendable {
             steps.removeAll { if case .record = $0 { true } else { false } }
             return next(now: now)
         case (_, .ubx(.mgaAck(let ack))) where ack.msgPayloadStart == match && ack.msgId == Self.ackedID(step):
-            if !ack.accepted { refuse(step, ack.info.description) } else if case .record = step { report.recordsAccepted += 1 }
+            if !ack.accepted {
+                refuse(step, ack.info.description)
+            } else if case .record = step {
+                report.recordsAccepted += 1
+            }
             return next(now: now)
         case (_, .nmea(.pmtk(let pmtk))):
             guard let (command, flag) = pmtk.acknowledgement, command == Self.pmtkCommand(step) else { return [] }

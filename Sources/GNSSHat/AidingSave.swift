@@ -80,8 +80,10 @@ public struct AidingSaveMachine: Sendable {
     private let clock: AidingClock
 
     /// A save for a receiver whose identity is `identity` (nil: poll it), last at `position`, at `clock`.
-    public init(identity: AidingIdentity?, position: AidingState.Position?, clock: AidingClock,
-                settings: Settings = Settings()) {
+    public init(
+        identity: AidingIdentity?, position: AidingState.Position?, clock: AidingClock,
+        settings: Settings = Settings()
+    ) {
         self.identity = identity
         self.position = position
         self.clock = clock
@@ -108,7 +110,9 @@ public struct AidingSaveMachine: Sendable {
             if !ack.accepted {
                 dump = .refused(ack.info)
             } else {
-                dump = ack.msgPayloadStart == UInt32(records.count) ? .complete : .countMismatch(announced: ack.msgPayloadStart)
+                dump =
+                    ack.msgPayloadStart == UInt32(records.count)
+                    ? .complete : .countMismatch(announced: ack.msgPayloadStart)
             }
             return identify(now: now)
         case (.identifying, .monVER(let version)):
@@ -149,7 +153,8 @@ public struct AidingSaveMachine: Sendable {
         generation += 1
         if identity == nil, let versions {
             identity = AidingIdentity(
-                softwareVersion: versions.softwareVersion, hardwareVersion: versions.hardwareVersion, uniqueID: uniqueID)
+                softwareVersion: versions.softwareVersion, hardwareVersion: versions.hardwareVersion, uniqueID: uniqueID
+            )
         }
         guard let identity else {
             return [.finish(AidingSaveReport(dump: dump, records: records.count, written: false))]

@@ -59,7 +59,8 @@ public struct PowerSaveCommands: Hashable, Sendable {
         case .ubloxGen8:
             var pm2 = UBXCfgPM2(
                 version: (protocolVersion ?? 18) >= 23 ? 2 : 1, flags: UBXCfgPM2.updateEphemeris,
-                updatePeriod: UInt32(clamping: onOff ? milliseconds : 1000), searchPeriod: UInt32(clamping: milliseconds),
+                updatePeriod: UInt32(clamping: onOff ? milliseconds : 1000),
+                searchPeriod: UInt32(clamping: milliseconds),
                 onTime: 0, minAcqTime: 0, extintInactivity: (protocolVersion ?? 18) >= 23 ? 0 : nil)
             pm2.mode = onOff ? .onOff : .cyclicTracking
             return PowerSaveCommands(
@@ -81,7 +82,8 @@ public struct PowerSaveCommands: Hashable, Sendable {
                     UBXConfigItem(key: UBXConfigItem.pmAcqPeriod, value: seconds),
                 ]
             }
-            let full = UBXConfigItem(key: UBXConfigItem.pmOperateMode, value: UBXConfigItem.PowerOperateMode.full.rawValue)
+            let full = UBXConfigItem(
+                key: UBXConfigItem.pmOperateMode, value: UBXConfigItem.PowerOperateMode.full.rawValue)
             return PowerSaveCommands(
                 enter: [PowerSaveCommand(bytes: UBXCfgValSet(items: items).frame, reply: .ubx(.cfgVALSET))],
                 leave: [PowerSaveCommand(bytes: UBXCfgValSet(items: [full]).frame, reply: .ubx(.cfgVALSET))])

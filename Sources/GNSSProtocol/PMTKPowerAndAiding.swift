@@ -63,7 +63,8 @@ public struct PMTKPeriodicMode: Hashable, Sendable {
         -> PMTKPeriodicMode
     {
         PMTKPeriodicMode(
-            mode: .periodicStandby, times: Times(run: run, sleep: sleep, secondRun: secondRun, secondSleep: secondSleep))
+            mode: .periodicStandby, times: Times(run: run, sleep: sleep, secondRun: secondRun, secondSleep: secondSleep)
+        )
     }
 
     /// Reads a `$PMTK225` packet: the type alone, or with run and sleep times (and the second pair).
@@ -184,7 +185,10 @@ public struct PMTKPositionAiding: Hashable, Sendable {
     public var message: PMTKMessage {
         .other(
             number: Self.number,
-            fields: [ASCII.fixed(latitude, decimals: 6), ASCII.fixed(longitude, decimals: 6), ASCII.fixed(altitude, decimals: 1)]
+            fields: [
+                ASCII.fixed(latitude, decimals: 6), ASCII.fixed(longitude, decimals: 6),
+                ASCII.fixed(altitude, decimals: 1),
+            ]
                 + PMTKTimeAiding.fields(time))
     }
 

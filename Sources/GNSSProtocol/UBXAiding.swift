@@ -163,7 +163,11 @@ public struct UBXMgaAck: Hashable, Sendable {
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 8)
-        w.u8(type); w.u8(version); w.u8(infoCode); w.u8(msgId); w.u32(msgPayloadStart)
+        w.u8(type)
+        w.u8(version)
+        w.u8(infoCode)
+        w.u8(msgId)
+        w.u32(msgPayloadStart)
         return w.bytes
     }
 
@@ -286,9 +290,21 @@ public struct UBXMgaIniTimeUTC: Hashable, Sendable {
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 24)
-        w.u8(Self.type); w.u8(version); w.u8(reference.rawValue); w.i8(leapSeconds); w.u16(year); w.u8(month)
-        w.u8(day); w.u8(hour); w.u8(minute); w.u8(second); w.u8(0); w.u32(nanoseconds); w.u16(accuracySeconds)
-        w.zeros(2); w.u32(accuracyNanoseconds)
+        w.u8(Self.type)
+        w.u8(version)
+        w.u8(reference.rawValue)
+        w.i8(leapSeconds)
+        w.u16(year)
+        w.u8(month)
+        w.u8(day)
+        w.u8(hour)
+        w.u8(minute)
+        w.u8(second)
+        w.u8(0)
+        w.u32(nanoseconds)
+        w.u16(accuracySeconds)
+        w.zeros(2)
+        w.u32(accuracyNanoseconds)
         return w.bytes
     }
 
@@ -348,7 +364,13 @@ public struct UBXMgaIniPosLLH: Hashable, Sendable {
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 20)
-        w.u8(Self.type); w.u8(version); w.zeros(2); w.i32(lat); w.i32(lon); w.i32(alt); w.u32(posAcc)
+        w.u8(Self.type)
+        w.u8(version)
+        w.zeros(2)
+        w.i32(lat)
+        w.i32(lon)
+        w.i32(alt)
+        w.u32(posAcc)
         return w.bytes
     }
 
@@ -394,7 +416,8 @@ public struct UBXSecUniqID: Hashable, Sendable {
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 10)
-        w.u8(version); w.zeros(3)
+        w.u8(version)
+        w.zeros(3)
         for byte in uniqueID { w.u8(byte) }
         return w.bytes
     }
@@ -406,7 +429,8 @@ public struct UBXSecUniqID: Hashable, Sendable {
 
 extension UBXMessage {
     /// MGA-INI comes in forms told apart by their first byte; the forms not decoded here stay whole.
-    static func decodeMgaINI(_ p: UnsafeRawBufferPointer, _ slice: ArraySlice<UInt8>) throws(DecodeError) -> UBXMessage {
+    static func decodeMgaINI(_ p: UnsafeRawBufferPointer, _ slice: ArraySlice<UInt8>) throws(DecodeError) -> UBXMessage
+    {
         switch p.u8(0) {
         case UBXMgaIniTimeUTC.type: return .mgaIniTimeUTC(try UBXMgaIniTimeUTC(payload: p))
         case UBXMgaIniPosLLH.type: return .mgaIniPosLLH(try UBXMgaIniPosLLH(payload: p))

@@ -134,8 +134,17 @@ public struct UBXCfgPM2: Hashable, Sendable {
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 48)
-        w.u8(version); w.u8(0); w.u8(maxStartupStateDur); w.u8(0); w.u32(flags); w.u32(updatePeriod)
-        w.u32(searchPeriod); w.u32(gridOffset); w.u16(onTime); w.u16(minAcqTime); w.zeros(20)
+        w.u8(version)
+        w.u8(0)
+        w.u8(maxStartupStateDur)
+        w.u8(0)
+        w.u32(flags)
+        w.u32(updatePeriod)
+        w.u32(searchPeriod)
+        w.u32(gridOffset)
+        w.u16(onTime)
+        w.u16(minAcqTime)
+        w.zeros(20)
         if let extintInactivity { w.u32(extintInactivity) }
         return w.bytes
     }
@@ -211,7 +220,11 @@ public struct UBXCfgPMS: Hashable, Sendable {
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 8)
-        w.u8(version); w.u8(powerSetupValue); w.u16(period); w.u16(onTime); w.zeros(2)
+        w.u8(version)
+        w.u8(powerSetupValue)
+        w.u16(period)
+        w.u16(onTime)
+        w.zeros(2)
         return w.bytes
     }
 
@@ -285,9 +298,26 @@ public struct UBXCfgNavX5: Hashable, Sendable {
 
     public var payload: [UInt8] {
         var w = LittleEndianWriter(capacity: 40)
-        w.u16(version); w.u16(mask1); w.u32(mask2); w.zeros(2); w.u8(minSVs); w.u8(maxSVs); w.u8(minCNO); w.u8(0)
-        w.u8(iniFix3D); w.zeros(2); w.u8(ackAiding); w.u16(wknRollover); w.u8(sigAttenCompMode); w.zeros(5)
-        w.u8(usePPP); w.u8(aopCfg); w.zeros(2); w.u16(aopOrbMaxErr); w.zeros(7); w.u8(useAdr)
+        w.u16(version)
+        w.u16(mask1)
+        w.u32(mask2)
+        w.zeros(2)
+        w.u8(minSVs)
+        w.u8(maxSVs)
+        w.u8(minCNO)
+        w.u8(0)
+        w.u8(iniFix3D)
+        w.zeros(2)
+        w.u8(ackAiding)
+        w.u16(wknRollover)
+        w.u8(sigAttenCompMode)
+        w.zeros(5)
+        w.u8(usePPP)
+        w.u8(aopCfg)
+        w.zeros(2)
+        w.u16(aopOrbMaxErr)
+        w.zeros(7)
+        w.u8(useAdr)
         return w.bytes
     }
 

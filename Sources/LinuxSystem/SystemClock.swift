@@ -60,9 +60,10 @@ public enum ClockSynchronisation: Hashable, Sendable, CustomStringConvertible {
     static let maximumErrorLimit = 16_000_000
 
     /// The verdict on one reading: synchronised only when neither `STA_UNSYNC` nor `STA_CLOCKERR` is
-    /// set, `maxerror` is below its limit and the call did not return `TIME_ERROR`. (systemd ignores `STA_UNSYNC` because chrony leaves it set
-    /// when told not to touch the RTC; aiding a receiver with a wrong time costs more than going
-    /// without, so here it counts. Debian's chrony sets `rtcsync`, which clears it.)
+    /// set, `maxerror` is below its limit and the call did not return `TIME_ERROR`. (systemd ignores
+    /// `STA_UNSYNC` because chrony leaves it set when told not to touch the RTC; aiding a receiver
+    /// with a wrong time costs more than going without, so here it counts. Debian's chrony sets
+    /// `rtcsync`, which clears it.)
     package init(_ reading: KernelClockReading) {
         if reading.status & STA_UNSYNC != 0 {
             self = .notSynchronised(.unsynchronisedFlag)
@@ -74,7 +75,8 @@ public enum ClockSynchronisation: Hashable, Sendable, CustomStringConvertible {
             self = .notSynchronised(.timeError)
         } else {
             self = .synchronised(
-                maximumError: .microseconds(reading.maxError), estimatedError: .microseconds(max(0, reading.estimatedError)))
+                maximumError: .microseconds(reading.maxError),
+                estimatedError: .microseconds(max(0, reading.estimatedError)))
         }
     }
 }

@@ -7,8 +7,11 @@ import Testing
 
 @Suite("Aiding save and restore sequences")
 struct AidingSequenceTests {
-    static let identity = AidingIdentity(softwareVersion: "ROM SPG 5.10", hardwareVersion: "000A0000", uniqueID: [1, 2, 3, 4, 5])
-    static let records: [[UInt8]] = (0..<3).map { index in [UInt8(index + 1), 0, 0, 0] + [UInt8](repeating: UInt8(index), count: 20) }
+    static let identity = AidingIdentity(
+        softwareVersion: "ROM SPG 5.10", hardwareVersion: "000A0000", uniqueID: [1, 2, 3, 4, 5])
+    static let records: [[UInt8]] = (0..<3).map { index in
+        [UInt8(index + 1), 0, 0, 0] + [UInt8](repeating: UInt8(index), count: 20)
+    }
     static let position = AidingState.Position(latitude: 51.4779, longitude: -0.0015, altitude: 45, accuracy: 4)
     static let clock = AidingClock(
         wallClock: GNSSTime(nanosecondsSinceEpoch: 1_796_000_000_000_000_000), wallClockSynchronised: true,
@@ -44,15 +47,26 @@ struct AidingSequenceTests {
         let start = machine.start(now: .zero)
         #expect(start == [.send(UBXMgaDBD.poll), .armTimer(generation: 1, deadline: .milliseconds(3_100))])
         for (index, record) in Self.records.enumerated() {
-            #expect(machine.received(.mgaDBD(UBXMgaDBD(payload: record)), now: .seconds(Int64(index)))
-                == [.armTimer(generation: UInt64(index + 2), deadline: .seconds(Int64(index)) + .milliseconds(3_100))])
+            #expect(
+                machine.received(.mgaDBD(UBXMgaDBD(payload: record)), now: .seconds(Int64(index)))
+                    == [
+                        .armTimer(
+                            generation: UInt64(index + 2), deadline: .seconds(Int64(index)) + .milliseconds(3_100))
+                    ])
         }
         let end = machine.received(.mgaAck(.dumpEnd(count: 3)), now: .seconds(3))
-        #expect(end == [.send(UBX.poll(.secUNIQID)), .send(UBX.poll(.monVER)), .armTimer(generation: 5, deadline: .seconds(4))])
-        #expect(machine.received(.monVER(UBXMonVER(softwareVersion: "ROM SPG 5.10", hardwareVersion: "000A0000")), now: .seconds(3)).isEmpty)
+        #expect(
+            end == [
+                .send(UBX.poll(.secUNIQID)), .send(UBX.poll(.monVER)), .armTimer(generation: 5, deadline: .seconds(4)),
+            ])
+        #expect(
+            machine.received(
+                .monVER(UBXMonVER(softwareVersion: "ROM SPG 5.10", hardwareVersion: "000A0000")), now: .seconds(3)
+            ).isEmpty)
         let done = machine.received(.secUniqID(UBXSecUniqID(version: 1, uniqueID: [1, 2, 3, 4, 5])), now: .seconds(3))
         let state = try #require(Self.written(done))
-        #expect(state.identity == Self.identity && state.databaseRecords == Self.records && state.position == Self.position)
+        #expect(
+            state.identity == Self.identity && state.databaseRecords == Self.records && state.position == Self.position)
         #expect(state.savedAt.bootID == "boot-a" && state.savedAt.wallClockSynchronised)
         #expect(Self.saveReport(done) == AidingSaveReport(dump: .complete, records: 3, written: true))
         #expect(machine.isFinished)
@@ -80,7 +94,8 @@ struct AidingSequenceTests {
 
         var refused = AidingSaveMachine(identity: nil, position: Self.position, clock: Self.clock)
         _ = refused.start(now: .zero)
-        let nak = refused.received(.mgaAck(UBXMgaAck(type: 0, infoCode: 0xFF, msgId: 0x80, msgPayloadStart: 0)), now: .zero)
+        let nak = refused.received(
+            .mgaAck(UBXMgaAck(type: 0, infoCode: 0xFF, msgId: 0x80, msgPayloadStart: 0)), now: .zero)
         let generation = try #require(nak.compactMap { if case .armTimer(let g, _) = $0 { g } else { nil } }.first)
         let done = refused.timerFired(generation: generation, now: .seconds(1))
         #expect(Self.written(done) == nil, "no identity, nothing to tie the state to")
@@ -93,7 +108,8 @@ struct AidingSequenceTests {
         AidingState(
             identity: identity,
             savedAt: .init(
-                wallClock: GNSSTime(nanosecondsSinceEpoch: clock.wallClock.nanosecondsSinceEpoch - savedSecondsAgo * 1_000_000_000),
+                wallClock: GNSSTime(
+                    nanosecondsSinceEpoch: clock.wallClock.nanosecondsSinceEpoch - savedSecondsAgo * 1_000_000_000),
                 wallClockSynchronised: true, sinceBoot: clock.sinceBoot - .seconds(savedSecondsAgo), bootID: "boot-a"),
             position: position, databaseRecords: records)
     }
@@ -106,7 +122,9 @@ struct AidingSequenceTests {
             let payload = message.payload
             let start = UBXMgaAck.payloadStart(of: payload)
             let id = message.messageID.id
-            if let refuse { return .ubx(.mgaAck(UBXMgaAck(type: 0, infoCode: refuse, msgId: id, msgPayloadStart: start))) }
+            if let refuse {
+                return .ubx(.mgaAck(UBXMgaAck(type: 0, infoCode: refuse, msgId: id, msgPayloadStart: start)))
+            }
             return .ubx(.mgaAck(UBXMgaAck(type: 1, infoCode: 0, msgId: id, msgPayloadStart: start)))
         }
     }
@@ -127,24 +145,29 @@ struct AidingSequenceTests {
         #expect(messages.count == 6)
         guard case .cfgValSet(let valset) = messages[0] else { throw DecodeError.truncated }
         #expect(valset.items == [UBXConfigItem(key: UBXConfigItem.navspgAckAiding, value: 1)])
-        let time = try #require(messages.lazy.compactMap { if case .mgaIniTimeUTC(let m) = $0 { m } else { nil } }.first)
+        let time = try #require(
+            messages.lazy.compactMap { if case .mgaIniTimeUTC(let m) = $0 { m } else { nil } }.first)
         // Sent 100 ms after the start: the wall clock moved with the monotonic one.
         #expect(time.time == GNSSTime(nanosecondsSinceEpoch: Self.clock.wallClock.nanosecondsSinceEpoch + 100_000_000))
         #expect(time.accuracy == .milliseconds(520))
-        let position = try #require(messages.lazy.compactMap { if case .mgaIniPosLLH(let m) = $0 { m } else { nil } }.first)
+        let position = try #require(
+            messages.lazy.compactMap { if case .mgaIniPosLLH(let m) = $0 { m } else { nil } }.first)
         // 4 m saved + 30 m/s x 600 s off.
         #expect(position.posAcc == 1_800_400 && position.lat == 514_779_000)
         #expect(messages.suffix(3) == Self.records.map { .mgaDBD(UBXMgaDBD(payload: $0)) })
         let report = try #require(Self.report(actions))
-        #expect(report == AidingRestoreReport(
-            outcome: .complete, timeSent: true, positionAccuracy: 18_004, recordsAccepted: 3, refused: [],
-            acknowledgementsEnabled: true))
+        #expect(
+            report
+                == AidingRestoreReport(
+                    outcome: .complete, timeSent: true, positionAccuracy: 18_004, recordsAccepted: 3, refused: [],
+                    acknowledgementsEnabled: true))
         #expect(machine.isFinished)
     }
 
     @Test("restore: a refused record (and a corrupt one the receiver never acks) are reported; the rest go on")
     func restoreRefusedAndCorrupt() throws {
-        var machine = AidingRestoreMachine(state: Self.state(position: nil), family: .ubloxGen8, clock: Self.clock, clockError: nil)
+        var machine = AidingRestoreMachine(
+            state: Self.state(position: nil), family: .ubloxGen8, clock: Self.clock, clockError: nil)
         var actions = machine.start(now: .zero)
         var message = try #require(try Self.sent(actions).first)
         guard case .cfgNavX5(let navx5) = message else { throw DecodeError.truncated }
@@ -154,7 +177,10 @@ struct AidingSequenceTests {
         message = try #require(try Self.sent(actions).first)
         #expect(message == .mgaDBD(UBXMgaDBD(payload: Self.records[0])))
         // An ack for another message is not this one's.
-        #expect(machine.received(.ubx(.mgaAck(UBXMgaAck(type: 1, infoCode: 0, msgId: 0x40, msgPayloadStart: 1))), now: .zero).isEmpty)
+        #expect(
+            machine.received(
+                .ubx(.mgaAck(UBXMgaAck(type: 1, infoCode: 0, msgId: 0x40, msgPayloadStart: 1))), now: .zero
+            ).isEmpty)
         actions = machine.received(Self.answer(message, refuse: 1), now: .zero)
         message = try #require(try Self.sent(actions).first)
         actions = machine.received(Self.answer(message), now: .zero)
@@ -169,7 +195,8 @@ struct AidingSequenceTests {
 
     @Test("restore: a missing ack ends the restore at once; a stale timer does nothing")
     func restoreTimeout() throws {
-        var machine = AidingRestoreMachine(state: Self.state(), family: .ubloxM10, clock: Self.clock, clockError: .milliseconds(5))
+        var machine = AidingRestoreMachine(
+            state: Self.state(), family: .ubloxM10, clock: Self.clock, clockError: .milliseconds(5))
         let start = machine.start(now: .zero)
         let ack = machine.received(Self.answer(try #require(try Self.sent(start).first)), now: .milliseconds(10))
         #expect(machine.timerFired(generation: try #require(Self.timer(start)), now: .seconds(1)).isEmpty)
@@ -181,7 +208,8 @@ struct AidingSequenceTests {
 
     @Test("restore: a receiver that refuses acks gets time and position unpaced, and no records")
     func restoreWithoutAcks() throws {
-        var machine = AidingRestoreMachine(state: Self.state(), family: .ubloxGen9, clock: Self.clock, clockError: .zero)
+        var machine = AidingRestoreMachine(
+            state: Self.state(), family: .ubloxGen9, clock: Self.clock, clockError: .zero)
         let start = machine.start(now: .zero)
         let actions = machine.received(.ubx(.nak(UBXAck(.cfgVALSET))), now: .zero)
         let sent = try Self.sent(actions)
@@ -226,7 +254,8 @@ struct AidingSequenceTests {
         }
         #expect(sentences(actions).count == 1 && sentences(actions)[0].hasPrefix("$PMTK740,2026,"))
         actions = machine.received(.nmea(.pmtk(.ack(command: 740, flag: 3))), now: .zero)
-        #expect(sentences(actions).count == 1 && sentences(actions)[0].hasPrefix("$PMTK741,51.477900,-0.001500,45.0,2026,"))
+        #expect(
+            sentences(actions).count == 1 && sentences(actions)[0].hasPrefix("$PMTK741,51.477900,-0.001500,45.0,2026,"))
         actions = machine.received(.nmea(.pmtk(.ack(command: 741, flag: 2))), now: .zero)
         let report = try #require(Self.report(actions))
         #expect(report.outcome == .complete && report.timeSent && report.positionAccuracy == 1_804)

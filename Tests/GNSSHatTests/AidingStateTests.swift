@@ -22,7 +22,8 @@ struct AidingStateTests {
     static func later(_ seconds: Int64, sameBoot: Bool = true, synchronised: Bool = true) -> AidingClock {
         AidingClock(
             wallClock: GNSSTime(nanosecondsSinceEpoch: saved.wallClock.nanosecondsSinceEpoch + seconds * 1_000_000_000),
-            wallClockSynchronised: synchronised, sinceBoot: sameBoot ? saved.sinceBoot + .seconds(seconds) : .seconds(20),
+            wallClockSynchronised: synchronised,
+            sinceBoot: sameBoot ? saved.sinceBoot + .seconds(seconds) : .seconds(20),
             bootID: sameBoot ? saved.bootID : "another-boot")
     }
 
@@ -86,7 +87,8 @@ struct AidingStateTests {
         bytes[bytes.count / 2] ^= 0xFF
         try FileSystem.replaceAtomically(directory + "/" + AidingState.fileName, with: bytes)
         #expect(
-            AidingState.load(from: directory, receiver: Self.identity, now: Self.later(1)) == .corrupt("checksum mismatch"))
+            AidingState.load(from: directory, receiver: Self.identity, now: Self.later(1))
+                == .corrupt("checksum mismatch"))
 
         var version = Self.state.encoded
         version[8] = 2
@@ -127,7 +129,8 @@ struct AidingStateTests {
             AidingState.load(from: directory, receiver: Self.identity, now: Self.later(day + 1))
                 == .stale(age: .seconds(day + 1)))
         #expect(
-            AidingState.load(from: directory, receiver: Self.identity, now: Self.later(5, sameBoot: false, synchronised: false))
+            AidingState.load(
+                from: directory, receiver: Self.identity, now: Self.later(5, sameBoot: false, synchronised: false))
                 == .stale(age: nil))
         #expect(
             AidingState.load(from: directory, receiver: Self.identity, now: Self.later(600), maximumAge: .seconds(599))

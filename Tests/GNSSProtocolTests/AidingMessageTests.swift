@@ -9,11 +9,14 @@ import Testing
 struct AidingMessageTests {
     static func hex(_ text: String) -> [UInt8] {
         let digits = Array(text.utf8.filter { $0 != UInt8(ascii: " ") })
-        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16)! }
+        return stride(from: 0, to: digits.count, by: 2).map {
+            UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16)!
+        }
     }
 
     static let time = GNSSTime(
-        date: GNSSDate(year: 2026, month: 12, day: 1), time: TimeOfDay(hour: 6, minute: 30, second: 59, nanosecond: 250_000_001))
+        date: GNSSDate(year: 2026, month: 12, day: 1),
+        time: TimeOfDay(hour: 6, minute: 30, second: 59, nanosecond: 250_000_001))
 
     static let messages: [UBXMessage] = [
         .mgaDBD(UBXMgaDBD(payload: Array(0..<12) + [0xDE, 0xAD, 0xBE, 0xEF])),
@@ -76,11 +79,13 @@ struct AidingMessageTests {
     @Test("MGA-INI forms not decoded here, and CFG-NAVX5's 44-byte version, stay whole")
     func keptWhole() throws {
         let clockDrift: [UInt8] = [0x20, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0]
-        #expect(try UBXMessage(frame: ArraySlice(UBX.frame(.mgaINI, payload: clockDrift)))
-            == .other(.mgaINI, payload: ArraySlice(clockDrift)))
+        #expect(
+            try UBXMessage(frame: ArraySlice(UBX.frame(.mgaINI, payload: clockDrift)))
+                == .other(.mgaINI, payload: ArraySlice(clockDrift)))
         let navx5 = [UInt8](repeating: 3, count: 44)
-        #expect(try UBXMessage(frame: ArraySlice(UBX.frame(.cfgNAVX5, payload: navx5)))
-            == .other(.cfgNAVX5, payload: ArraySlice(navx5)))
+        #expect(
+            try UBXMessage(frame: ArraySlice(UBX.frame(.cfgNAVX5, payload: navx5)))
+                == .other(.cfgNAVX5, payload: ArraySlice(navx5)))
         #expect(throws: DecodeError.ubxLength(messageClass: 0x13, id: 0x80, length: 0)) {
             _ = try UBXMgaDBD(payload: UnsafeRawBufferPointer(start: nil, count: 0))
         }
@@ -100,7 +105,9 @@ struct AidingMessageTests {
         #expect(utc.frame == assistNow)
         // gpsd's capture ublox8-uniqid-monhw.log (a Navisys GR8013, u-blox 8, PROTVER 18.00).
         let uniqid = Self.hex("b562 2703 0900 01 000000 cffb03d259 2c88")
-        #expect(try UBXMessage(frame: ArraySlice(uniqid)) == .secUniqID(UBXSecUniqID(version: 1, uniqueID: [0xCF, 0xFB, 0x03, 0xD2, 0x59])))
+        #expect(
+            try UBXMessage(frame: ArraySlice(uniqid))
+                == .secUniqID(UBXSecUniqID(version: 1, uniqueID: [0xCF, 0xFB, 0x03, 0xD2, 0x59])))
         #expect(UBXSecUniqID(version: 1, uniqueID: [0xCF, 0xFB, 0x03, 0xD2, 0x59]).hex == "cffb03d259")
         // The end of a 300-entry dump, as pyubx2 1.4.0 encodes it.
         #expect(UBXMgaAck.dumpEnd(count: 300).frame == Self.hex("b562 1360 0800 01 00 00 80 2c010000 298f"))
@@ -110,7 +117,8 @@ struct AidingMessageTests {
     func iniValues() {
         let utc = UBXMgaIniTimeUTC(time: Self.time, accuracy: .milliseconds(1_250))
         #expect(utc.time == Self.time)
-        #expect(utc.accuracySeconds == 1 && utc.accuracyNanoseconds == 250_000_000 && utc.accuracy == .milliseconds(1_250))
+        #expect(
+            utc.accuracySeconds == 1 && utc.accuracyNanoseconds == 250_000_000 && utc.accuracy == .milliseconds(1_250))
         #expect(utc.leapSeconds == UBXMgaIniTimeUTC.leapSecondsUnknown)
         let huge = UBXMgaIniTimeUTC(time: Self.time, accuracy: .seconds(100_000))
         #expect(huge.accuracySeconds == UInt16.max && huge.accuracyNanoseconds == 999_999_999)
@@ -118,7 +126,8 @@ struct AidingMessageTests {
         let reference = UBXMgaIniTimeUTC.Reference(source: 2, fallingEdge: true, lastPulse: false)
         #expect(reference.rawValue == 0x12 && reference.source == 2 && reference.fallingEdge && !reference.lastPulse)
 
-        let position = UBXMgaIniPosLLH(latitude: -45.877_525_3, longitude: 170.500_133, altitude: 29.338, accuracy: 12.346)
+        let position = UBXMgaIniPosLLH(
+            latitude: -45.877_525_3, longitude: 170.500_133, altitude: 29.338, accuracy: 12.346)
         #expect(position.lat == -458_775_253 && position.lon == 1_705_001_330 && position.alt == 2_934)
         #expect(position.posAcc == 1_235 && abs(position.accuracy - 12.35) < 1e-9)
         #expect(UBXMgaIniPosLLH(latitude: 0, longitude: 0, altitude: 0, accuracy: .nan).posAcc == UInt32.max)
@@ -155,8 +164,9 @@ struct AidingMessageTests {
         pm2.extintInactivity = nil
         #expect(pm2.payload.count == 44)
 
-        #expect((0...5).map { UBXCfgPMS.Preset(rawValue: $0) }
-            == [.fullPower, .balanced, .interval, .aggressive1Hz, .aggressive2Hz, .aggressive4Hz])
+        #expect(
+            (0...5).map { UBXCfgPMS.Preset(rawValue: $0) }
+                == [.fullPower, .balanced, .interval, .aggressive1Hz, .aggressive2Hz, .aggressive4Hz])
         #expect(UBXCfgPMS.Preset(rawValue: 0xFF) == .invalid && UBXCfgPMS.Preset(rawValue: 9).rawValue == 9)
         #expect(UBXCfgPMS(preset: .balanced).payload == [0, 1, 0, 0, 0, 0, 0, 0])
 
@@ -188,28 +198,47 @@ struct AidingMessageTests {
     @Test(
         "PMTK vectors: the documents' examples and our aiding packets",
         arguments: [
-            (PMTKPeriodicMode(mode: .periodicStandby, times: .init(run: 3000, sleep: 12000, secondRun: 18000, secondSleep: 72000))
-                .sentence, "$PMTK225,2,3000,12000,18000,72000*15\r\n"),
-            (PMTKPeriodicMode(mode: .periodicBackup, times: .init(run: 3000, sleep: 12000, secondRun: 18000, secondSleep: 72000))
-                .sentence, "$PMTK225,1,3000,12000,18000,72000*16\r\n"),
+            (
+                PMTKPeriodicMode(
+                    mode: .periodicStandby, times: .init(run: 3000, sleep: 12000, secondRun: 18000, secondSleep: 72000)
+                )
+                .sentence, "$PMTK225,2,3000,12000,18000,72000*15\r\n"
+            ),
+            (
+                PMTKPeriodicMode(
+                    mode: .periodicBackup, times: .init(run: 3000, sleep: 12000, secondRun: 18000, secondSleep: 72000)
+                )
+                .sentence, "$PMTK225,1,3000,12000,18000,72000*16\r\n"
+            ),
             (PMTKPeriodicMode(mode: .alwaysLocateStandby).sentence, "$PMTK225,8*23\r\n"),
             (PMTKPeriodicMode(mode: .alwaysLocateBackup).sentence, "$PMTK225,9*22\r\n"),
             (PMTKPeriodicMode(mode: .normal).sentence, "$PMTK225,0*2B\r\n"),
             (PMTKPeriodicMode.periodicStandby(run: 3000, sleep: 12000).sentence, "$PMTK225,2,3000,12000*19\r\n"),
-            (PMTKTimeAiding(time: GNSSTime(date: GNSSDate(year: 2026, month: 1, day: 2),
-                                           time: TimeOfDay(hour: 3, minute: 4, second: 5, nanosecond: 499_999_999)))
-                .sentence, "$PMTK740,2026,01,02,03,04,05*36\r\n"),
-            (PMTKPositionAiding(latitude: 49.626_846_2, longitude: -8.581_875, altitude: 312,
-                                time: GNSSTime(date: GNSSDate(year: 2026, month: 1, day: 2),
-                                               time: TimeOfDay(hour: 3, minute: 4, second: 4, nanosecond: 600_000_000)))
-                .sentence, "$PMTK741,49.626846,-8.581875,312.0,2026,01,02,03,04,05*23\r\n"),
+            (
+                PMTKTimeAiding(
+                    time: GNSSTime(
+                        date: GNSSDate(year: 2026, month: 1, day: 2),
+                        time: TimeOfDay(hour: 3, minute: 4, second: 5, nanosecond: 499_999_999))
+                )
+                .sentence, "$PMTK740,2026,01,02,03,04,05*36\r\n"
+            ),
+            (
+                PMTKPositionAiding(
+                    latitude: 49.626_846_2, longitude: -8.581_875, altitude: 312,
+                    time: GNSSTime(
+                        date: GNSSDate(year: 2026, month: 1, day: 2),
+                        time: TimeOfDay(hour: 3, minute: 4, second: 4, nanosecond: 600_000_000))
+                )
+                .sentence, "$PMTK741,49.626846,-8.581875,312.0,2026,01,02,03,04,05*23\r\n"
+            ),
         ])
     func pmtkVector(encoded: [UInt8], expected: String) {
         #expect(String(decoding: encoded, as: UTF8.self) == expected)
     }
 
     static func pmtk(_ text: String) throws -> PMTKMessage {
-        guard case .nmea(.pmtk(let message)) = try Message(frame: Frame(kind: .nmea, bytes: ArraySlice(Array(text.utf8))))
+        guard
+            case .nmea(.pmtk(let message)) = try Message(frame: Frame(kind: .nmea, bytes: ArraySlice(Array(text.utf8))))
         else { throw DecodeError.truncated }
         return message
     }
@@ -220,7 +249,8 @@ struct AidingMessageTests {
             PMTKPeriodicMode(mode: .normal), PMTKPeriodicMode(mode: .perpetualBackup),
             .periodicStandby(run: 1000, sleep: 518_400_000),
             .periodicStandby(run: 2000, sleep: 8000, secondRun: 30000, secondSleep: 120_000),
-            PMTKPeriodicMode(mode: .periodicBackup, times: .init(run: 5000, sleep: 60000, secondRun: nil, secondSleep: 90000)),
+            PMTKPeriodicMode(
+                mode: .periodicBackup, times: .init(run: 5000, sleep: 60000, secondRun: nil, secondSleep: 90000)),
         ]
         for mode in modes {
             #expect(PMTKPeriodicMode(try Self.pmtk(String(decoding: mode.sentence, as: UTF8.self))) == mode)
@@ -228,20 +258,25 @@ struct AidingMessageTests {
         let time = PMTKTimeAiding(time: Self.time)
         #expect(time.time.iso8601 == "2026-12-01T06:30:59.000Z")
         #expect(PMTKTimeAiding(try Self.pmtk(String(decoding: time.sentence, as: UTF8.self))) == time)
-        let position = PMTKPositionAiding(latitude: -33.856_159, longitude: 151.215_256, altitude: -12.25, time: Self.time)
+        let position = PMTKPositionAiding(
+            latitude: -33.856_159, longitude: 151.215_256, altitude: -12.25, time: Self.time)
         #expect(position.altitude == -12.3, "-12.25 m rounds away from zero to the wire's 0.1 m")
         #expect(PMTKPositionAiding(try Self.pmtk(String(decoding: position.sentence, as: UTF8.self))) == position)
 
-        for bad in ["$PMTK225,3", "$PMTK225,2,3000", "$PMTK225,2,x,1000", "$PMTK225,2,1000,2000,x,",
-                    "$PMTK740,2026,13,01,00,00,00", "$PMTK740,2026,01,01,24,00,00", "$PMTK741,91.0,0,0,2026,01,01,00,00,00",
-                    "$PMTK741,0,0,0,2026,01,01,00,00"] {
+        for bad in [
+            "$PMTK225,3", "$PMTK225,2,3000", "$PMTK225,2,x,1000", "$PMTK225,2,1000,2000,x,",
+            "$PMTK740,2026,13,01,00,00,00", "$PMTK740,2026,01,01,24,00,00", "$PMTK741,91.0,0,0,2026,01,01,00,00,00",
+            "$PMTK741,0,0,0,2026,01,01,00,00",
+        ] {
             var sum: UInt8 = 0
             for byte in bad.utf8.dropFirst() { sum ^= byte }
             let hexDigits = Array("0123456789ABCDEF")
             let line = bad + "*" + String(hexDigits[Int(sum >> 4)]) + String(hexDigits[Int(sum & 0xF)]) + "\r\n"
             let message = try Self.pmtk(line)
-            #expect(PMTKPeriodicMode(message) == nil && PMTKTimeAiding(message) == nil && PMTKPositionAiding(message) == nil,
-                    "\(bad) should not read")
+            #expect(
+                PMTKPeriodicMode(message) == nil && PMTKTimeAiding(message) == nil
+                    && PMTKPositionAiding(message) == nil,
+                "\(bad) should not read")
         }
     }
 
