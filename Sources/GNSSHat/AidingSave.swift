@@ -161,10 +161,7 @@ public struct AidingSaveMachine: Sendable {
         }
         let state = AidingState(
             identity: identity,
-            savedAt: .init(
-                wallClock: clock.wallClock, wallClockSynchronised: clock.wallClockSynchronised,
-                sinceBoot: clock.sinceBoot, bootID: clock.bootID),
-            position: position, databaseRecords: records)
+            savedAt: clock, position: position, databaseRecords: records)
         return [.write(state), .finish(AidingSaveReport(dump: dump, records: records.count, written: true))]
     }
 

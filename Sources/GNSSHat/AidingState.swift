@@ -54,23 +54,10 @@ public struct AidingState: Hashable, Sendable {
         }
     }
 
-    /// When the state was saved, on two clocks: the wall clock (UTC; only meaningful across boots when the
-    /// system clock was synchronised) and the boot clock with the boot's id (exact within one boot).
-    public struct SavedAt: Hashable, Sendable {
-        public var wallClock: GNSSTime
-        /// Whether the system clock was synchronised when the state was saved.
-        public var wallClockSynchronised: Bool
-        /// `CLOCK_BOOTTIME` at the save, and the boot's id (`/proc/sys/kernel/random/boot_id`).
-        public var sinceBoot: Duration
-        public var bootID: String?
-
-        public init(wallClock: GNSSTime, wallClockSynchronised: Bool, sinceBoot: Duration, bootID: String?) {
-            self.wallClock = wallClock
-            self.wallClockSynchronised = wallClockSynchronised
-            self.sinceBoot = sinceBoot
-            self.bootID = bootID
-        }
-    }
+    /// When the state was saved, on the two clocks of ``AidingClock``: the wall clock (UTC; meaningful
+    /// across boots only when the system clock was synchronised) and the boot clock with the boot's id
+    /// (exact within one boot).
+    public typealias SavedAt = AidingClock
 
     /// The file format's version: a file of another version is ``AidingStateLoad/corrupt(_:)``.
     public static let formatVersion: UInt16 = 1
@@ -123,7 +110,8 @@ public enum AidingStateLoad: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The instant a state is read or used at, on the same two clocks as ``AidingState/SavedAt``.
+/// An instant on two clocks, for a state's save and its use: the wall clock (UTC) with whether the system
+/// clock was synchronised, and `CLOCK_BOOTTIME` with the boot's id (`/proc/sys/kernel/random/boot_id`).
 public struct AidingClock: Hashable, Sendable {
     public var wallClock: GNSSTime
     public var wallClockSynchronised: Bool
