@@ -183,16 +183,22 @@ public struct Board: Sendable, Hashable {
         public var linger: Duration
         /// The shortest time off between a power-off and the next power-on.
         public var minimumOffTime: Duration
+        /// Whether the receiver keeps its backup RAM (ephemeris, almanac, time, position) while off: true
+        /// when a backup supply (V_BCKP from a supercap, a coin cell or the Pi) stays up, or the off state
+        /// is a software one; false when power-off cuts every supply, so the receiver starts cold unless
+        /// GNSSHat saves and restores its aiding state (board files' `offKeepsBackup`).
+        public var offKeepsBackup: Bool
 
         public init(
             strategies: [PowerStrategy], onWait: Duration = .milliseconds(500), upTimeout: Duration = .seconds(3),
-            linger: Duration = .seconds(10), minimumOffTime: Duration = .zero
+            linger: Duration = .seconds(10), minimumOffTime: Duration = .zero, offKeepsBackup: Bool = true
         ) {
             self.strategies = strategies
             self.onWait = onWait
             self.upTimeout = upTimeout
             self.linger = linger
             self.minimumOffTime = minimumOffTime
+            self.offKeepsBackup = offKeepsBackup
         }
     }
 

@@ -334,6 +334,7 @@ enum BoardSchema {
         guard power.upTimeout > .zero else { throw reader.error("upTimeoutSeconds", "must be more than 0") }
         power.linger = try reader.seconds("lingerSeconds") ?? power.linger
         power.minimumOffTime = try reader.seconds("minimumOffSeconds") ?? power.minimumOffTime
+        power.offKeepsBackup = try reader.bool("offKeepsBackup") ?? power.offKeepsBackup
         try reader.finish()
         return power
     }
@@ -412,6 +413,12 @@ enum BoardSchema {
         }
         if case .i2c = board.link, board.chip.family == .mtk {
             throw BoardError(file: reader.file, field: "link.type", problem: "an MTK chip is read over UART, not I2C")
+        }
+        // One truth for the simulated hat: its backup supply is what the board says power-off keeps.
+        if let simulation = board.simulation, simulation.backupSupply != board.power.offKeepsBackup {
+            throw BoardError(
+                file: reader.file, field: "simulation.backupSupply",
+                problem: "\(simulation.backupSupply) contradicts power.offKeepsBackup (\(board.power.offKeepsBackup))")
         }
     }
 }

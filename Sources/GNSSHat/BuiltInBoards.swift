@@ -60,7 +60,8 @@ checked with $PMTK001,...,3."
         "onWaitSeconds": 0.5,
         "upTimeoutSeconds": 3,
         "lingerSeconds": 10,
-        "minimumOffSeconds": 1
+        "minimumOffSeconds": 1,
+        "offKeepsBackup": false
     },
     "configuration": { "enabled": true, "periodSeconds": 1, "ackTimeoutSeconds": 1, "attempts": 3 },
     "currentMilliamps": { "volts": 3.3, "acquisition": null, "tracking": null, "standby": null, \#
@@ -72,11 +73,67 @@ pin; active high or low. gpio-enable cuts the supply completely, the common way 
         "reset (optional) is held inactive while powered; pps (optional) is read as the time pulse.",
         "Strategies run in order at power-on and in reverse at power-off: e.g. [\"gpio-enable\", \#
 \"ublox-gnss-stop\"].",
+        "offKeepsBackup: false when the load switch cuts V_BCKP too (no backup cell): GNSSHat then \#
+saves the receiver's navigation database, position and time before each power-off and restores them \#
+after power-on; set true if a backup cell keeps V_BCKP up.",
         "Give the receiver's supply current in currentMilliamps so that the energy figures mean \#
 something; null means unknown."
     ],
     "sources": [
         "design/boards.md (custom / breakout row)"
+    ]
+}
+
+"""#),
+        ("simulator-cut-supply", #"""
+{
+    "name": "simulator-cut-supply",
+    "title": "Simulated u-blox receiver whose power-off cuts every supply (no hardware)",
+    "chip": { "family": "ublox-gen9", "model": "simulated ZED-F9P" },
+    "link": { "type": "simulator", "baud": 115200 },
+    "gpio": {
+        "chip": "gnss-hat-sim",
+        "enable": { "line": "GNSS_PWR_EN", "active": "high" },
+        "pps": { "line": "GNSS_PPS" },
+        "extint": { "line": "GNSS_EXTINT", "active": "high", "pulseSeconds": 0.1 }
+    },
+    "power": {
+        "strategies": ["gpio-enable"],
+        "onWaitSeconds": 0.1,
+        "upTimeoutSeconds": 3,
+        "lingerSeconds": 5,
+        "offKeepsBackup": false
+    },
+    "configuration": { "enabled": true, "periodSeconds": 1, "ackTimeoutSeconds": 1, "attempts": 3 },
+    "currentMilliamps": { "volts": 3.3, "acquisition": 25, "tracking": 21, "powerSave": 9, \#
+"standby": 5, "backup": 0 },
+    "simulation": {
+        "coldStartSeconds": 26,
+        "hotStartSeconds": 1,
+        "bootSeconds": 0.3,
+        "backupSupply": false,
+        "latitude": 51.4779,
+        "longitude": -0.0015,
+        "altitude": 45,
+        "speed": 1.4,
+        "course": 90
+    },
+    "notes": [
+        "The simulator board with its supply cut and no backup: power-off loses ephemeris, almanac, \#
+time and position (a load switch on a breakout, as custom-template describes), so every power-on is \#
+a cold start unless the aiding state is restored.",
+        "The default board: a simulated u-blox receiver behind a pseudo-terminal, speaking UBX and \#
+NMEA, with a simulated enable line (GNSS_PWR_EN), PPS and EXTINT. Nothing here is hardware.",
+        "Line names and the chip label match the hardware-in-loop rig's gnss_gpio_sim module (scripts/hil).",
+        "Current figures are a model: acquisition, tracking and power save are the Uputronics \#
+MAX-M8Q figures (boards.md); standby (5 mA) and backup (15 uA) are assumptions for the model, not \#
+measurements.",
+        "Cold start 26 s and hot start 1 s are modelled on u-blox M8 data-sheet typical times \#
+(unverified for any particular module)."
+    ],
+    "sources": [
+        "design/boards.md (current figures of the Uputronics row)",
+        "scripts/hil/README.md (line names)"
     ]
 }
 
@@ -97,7 +154,8 @@ something; null means unknown."
         "strategies": ["gpio-enable"],
         "onWaitSeconds": 0.1,
         "upTimeoutSeconds": 3,
-        "lingerSeconds": 5
+        "lingerSeconds": 5,
+        "offKeepsBackup": true
     },
     "configuration": { "enabled": true, "periodSeconds": 1, "ackTimeoutSeconds": 1, "attempts": 3 },
     "currentMilliamps": { "volts": 3.3, "acquisition": 25, "tracking": 21, "powerSave": 9, \#

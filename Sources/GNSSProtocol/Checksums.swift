@@ -59,3 +59,20 @@ extension Collection<UInt8> {
         return try Array(self).withUnsafeBytes(body)
     }
 }
+
+/// CRC-32 as IEEE 802.3, zlib and PNG compute it (reflected polynomial 0xEDB88320): the check of
+/// GNSSHat's own files (the MQTT journal's records, the aiding state), not of any GNSS protocol.
+public enum CRC32 {
+    static let table: [UInt32] = (0..<256).map { index in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = value & 1 != 0 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+        return value
+    }
+
+    /// The CRC-32 of `bytes`.
+    public static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        return crc ^ 0xFFFF_FFFF
+    }
+}

@@ -82,6 +82,15 @@ public enum UBX {
         case (0x06, 0x8A): return "CFG-VALSET"
         case (0x06, 0x8B): return "CFG-VALGET"
         case (0x0A, 0x04): return "MON-VER"
+        // Aiding and power save (UBXAiding.swift, UBXPowerSave.swift).
+        case (0x13, 0x40): return "MGA-INI"
+        case (0x13, 0x60): return "MGA-ACK"
+        case (0x13, 0x80): return "MGA-DBD"
+        case (0x27, 0x03): return "SEC-UNIQID"
+        case (0x06, 0x11): return "CFG-RXM"
+        case (0x06, 0x23): return "CFG-NAVX5"
+        case (0x06, 0x3B): return "CFG-PM2"
+        case (0x06, 0x86): return "CFG-PMS"
         default:
             var bytes = Array("0x".utf8)
             ASCII.appendHexByte(messageClass, to: &bytes)
@@ -110,6 +119,13 @@ public enum UBX {
         case (0x01, 0x35), (0x01, 0x30): return length >= 8 && (length - 8) % 12 == 0
         case (0x05, 0x00), (0x05, 0x01): return length == 2
         case (0x0A, 0x04): return length >= 40 && (length - 40) % 30 == 0
+        // Aiding and power save (UBXAiding.swift, UBXPowerSave.swift).
+        case (0x13, 0x60): return length == 8
+        case (0x27, 0x03): return length == 9 || length == 10
+        case (0x06, 0x11): return length == 2
+        case (0x06, 0x23): return length == 40 || length == 44
+        case (0x06, 0x3B): return length == 44 || length == 48
+        case (0x06, 0x86): return length == 8
         default: return true
         }
     }
@@ -1057,6 +1073,16 @@ public enum UBXMessage: Hashable, Sendable {
     case cfgRate(UBXCfgRate)
     case cfgRst(UBXCfgRst)
     case rxmPMREQ(UBXRxmPmReq)
+    // Aiding and power save (UBXAiding.swift, UBXPowerSave.swift).
+    case mgaDBD(UBXMgaDBD)
+    case mgaAck(UBXMgaAck)
+    case mgaIniTimeUTC(UBXMgaIniTimeUTC)
+    case mgaIniPosLLH(UBXMgaIniPosLLH)
+    case secUniqID(UBXSecUniqID)
+    case cfgRXM(UBXCfgRXM)
+    case cfgPM2(UBXCfgPM2)
+    case cfgPMS(UBXCfgPMS)
+    case cfgNavX5(UBXCfgNavX5)
     /// A message with an empty payload: a poll from the host (or NAV-EOE-like markers are not empty).
     case poll(UBX.MessageID)
     /// Anything else, kept whole: class, id and payload.
@@ -1088,6 +1114,14 @@ public enum UBXMessage: Hashable, Sendable {
         case .cfgRate: return .cfgRATE
         case .cfgRst: return .cfgRST
         case .rxmPMREQ: return .rxmPMREQ
+        case .mgaDBD: return .mgaDBD
+        case .mgaAck: return .mgaACK
+        case .mgaIniTimeUTC, .mgaIniPosLLH: return .mgaINI
+        case .secUniqID: return .secUNIQID
+        case .cfgRXM: return .cfgRXM
+        case .cfgPM2: return .cfgPM2
+        case .cfgPMS: return .cfgPMS
+        case .cfgNavX5: return .cfgNAVX5
         case .poll(let id): return id
         case .other(let id, _): return id
         }
@@ -1144,6 +1178,16 @@ public enum UBXMessage: Hashable, Sendable {
         case (0x06, 0x08): return .cfgRate(try UBXCfgRate(payload: p))
         case (0x06, 0x04): return .cfgRst(try UBXCfgRst(payload: p))
         case (0x02, 0x41): return .rxmPMREQ(try UBXRxmPmReq(payload: p))
+        // Aiding and power save (UBXAiding.swift, UBXPowerSave.swift).
+        case (0x13, 0x80): return .mgaDBD(try UBXMgaDBD(payload: p))
+        case (0x13, 0x60): return .mgaAck(try UBXMgaAck(payload: p))
+        case (0x13, 0x40): return try decodeMgaINI(p, slice)
+        case (0x27, 0x03): return .secUniqID(try UBXSecUniqID(payload: p))
+        case (0x06, 0x11): return .cfgRXM(try UBXCfgRXM(payload: p))
+        case (0x06, 0x3B): return .cfgPM2(try UBXCfgPM2(payload: p))
+        case (0x06, 0x86): return .cfgPMS(try UBXCfgPMS(payload: p))
+        // CFG-NAVX5 version 3 (44 bytes) adds fields this package does not know: kept whole.
+        case (0x06, 0x23) where p.count == 40: return .cfgNavX5(try UBXCfgNavX5(payload: p))
         default: return .other(id, payload: slice)
         }
     }
@@ -1173,6 +1217,15 @@ public enum UBXMessage: Hashable, Sendable {
         case .cfgRate(let m): return m.payload
         case .cfgRst(let m): return m.payload
         case .rxmPMREQ(let m): return m.payload
+        case .mgaDBD(let m): return m.payload
+        case .mgaAck(let m): return m.payload
+        case .mgaIniTimeUTC(let m): return m.payload
+        case .mgaIniPosLLH(let m): return m.payload
+        case .secUniqID(let m): return m.payload
+        case .cfgRXM(let m): return m.payload
+        case .cfgPM2(let m): return m.payload
+        case .cfgPMS(let m): return m.payload
+        case .cfgNavX5(let m): return m.payload
         case .poll: return []
         case .other(_, let payload): return Array(payload)
         }

@@ -45,22 +45,27 @@ package final class SeamMock: Sendable {
     /// Stands in for `ioctl(fd, request, arg)`; returns the result (with `errno` set when -1),
     /// or nil to let the real call run.
     package typealias IoctlHandler = @Sendable (_ fd: CInt, _ request: UInt, _ arg: UnsafeMutableRawPointer?) -> CInt?
+    /// Stands in for a read-only `adjtimex`: what the kernel would report, or nil to let the real call
+    /// run. (Its failures are injected with ``fail(_:with:times:)`` like any call's.)
+    package typealias AdjtimexHandler = @Sendable () -> KernelClockReading?
 
     private struct State {
         var failures: [SystemCall: [Errno]] = [:]
         var records: [Record] = []
         var open: OpenHandler?
         var ioctl: IoctlHandler?
+        var adjtimex: AdjtimexHandler?
     }
 
     @TaskLocal package static var current: SeamMock?
 
     private let state = Lock(State())
 
-    package init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil) {
+    package init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil, adjtimex: AdjtimexHandler? = nil) {
         state.withLock {
             $0.open = open
             $0.ioctl = ioctl
+            $0.adjtimex = adjtimex
         }
     }
 
@@ -93,6 +98,7 @@ package final class SeamMock: Sendable {
 
     fileprivate var openHandler: OpenHandler? { state.withLock { $0.open } }
     fileprivate var ioctlHandler: IoctlHandler? { state.withLock { $0.ioctl } }
+    fileprivate var adjtimexHandler: AdjtimexHandler? { state.withLock { $0.adjtimex } }
 }
 
 /// Records the call and returns an injected error, if a test installed one.
@@ -176,6 +182,58 @@ package func system_write(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int,
 func system_poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeoutMS: CInt, _ device: String) -> CInt {
     if let errno = seamEnter("poll", device) { return fail(errno) }
     return Glibc.poll(fds, nfds_t(count), timeoutMS)
+}
+
+/// `fsync`: flushes a file (or a directory's entries) to the storage device.
+package func system_fsync(_ fd: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("fsync", device) { return fail(errno) }
+    return Glibc.fsync(fd)
+}
+
+/// `rename`: replaces `to` by `from` in one step (both in one file system).
+package func system_rename(_ from: String, _ to: String) -> CInt {
+    if let errno = seamEnter("rename", from) { return fail(errno) }
+    return Glibc.rename(from, to)
+}
+
+/// `mkdir`: creates a directory with `mode` (less the umask).
+package func system_mkdir(_ path: String, _ mode: UInt32) -> CInt {
+    if let errno = seamEnter("mkdir", path) { return fail(errno) }
+    return Glibc.mkdir(path, mode)
+}
+
+/// What a read-only `adjtimex` reports of the kernel's clock discipline: the clock state it returns
+/// (`TIME_OK` ... `TIME_ERROR`) and the fields GNSSHat reads (`status` bits, `maxerror`, `esterror`).
+package struct KernelClockReading: Hashable, Sendable {
+    /// The return value: `TIME_OK` (0) ... `TIME_ERROR` (5).
+    package var state: CInt
+    /// `STA_*` bits (`STA_UNSYNC` 0x40, `STA_CLOCKERR` 0x1000, ...).
+    package var status: CInt
+    /// The maximum and the estimated error, microseconds.
+    package var maxError: Int
+    package var estimatedError: Int
+
+    package init(state: CInt, status: CInt, maxError: Int, estimatedError: Int) {
+        self.state = state
+        self.status = status
+        self.maxError = maxError
+        self.estimatedError = estimatedError
+    }
+}
+
+/// `adjtimex` with `modes` 0: reads the kernel clock's state and errors and changes nothing (no
+/// privilege needed). Returns the clock state, or -1 with `errno` set.
+package func system_adjtimex(_ reading: inout KernelClockReading) -> CInt {
+    if let errno = seamEnter("adjtimex", "system clock") { return fail(errno) }
+    if let handler = SeamMock.current?.adjtimexHandler, let injected = handler() {
+        reading = injected
+        return injected.state
+    }
+    var buffer = timex()
+    let state = adjtimex(&buffer)
+    reading = KernelClockReading(
+        state: state, status: buffer.status, maxError: buffer.maxerror, estimatedError: buffer.esterror)
+    return state
 }
 
 package func system_ioctl(

@@ -13,6 +13,7 @@
 // ``Journal/SyncPolicy/explicit`` the caller decides when (``Journal/sync()``), trading the last
 // moments before a cut for fewer flash writes. Removals are never synced on their own: a removal
 // lost in a cut only means the message is sent once more (at least once, as QoS 1 promises).
+internal import GNSSProtocol
 
 /// One message in the journal, with the sequence number it got when appended (increasing).
 public struct JournalRecord: Sendable, Hashable {
@@ -319,20 +320,5 @@ struct JournalScan {
         recovery.tornTail = true
         offset = bytes.count
         return nil
-    }
-}
-
-/// CRC-32 as IEEE 802.3, zlib and PNG compute it (reflected polynomial 0xEDB88320).
-enum CRC32 {
-    static let table: [UInt32] = (0..<256).map { index in
-        var value = UInt32(index)
-        for _ in 0..<8 { value = value & 1 != 0 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
-        return value
-    }
-
-    static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
-        return crc ^ 0xFFFF_FFFF
     }
 }

@@ -18,7 +18,8 @@ struct BoardFileTests {
     @Test("the board files of the issue are all there")
     func expectedBoards() {
         let expected = [
-            "adafruit-ultimate-gps", "custom-template", "simulator", "sparkfun-gps-rtk2", "sparkfun-zed-f9r-phat",
+            "adafruit-ultimate-gps", "custom-template", "simulator", "simulator-cut-supply", "sparkfun-gps-rtk2",
+            "sparkfun-zed-f9r-phat",
             "uputronics-gps-rtc", "waveshare-l76x", "waveshare-max-m8q",
         ]
         #expect(boardFiles == expected)
@@ -102,6 +103,35 @@ struct BoardErrorTests {
         #expect(board.power.linger == .seconds(10))
         #expect(board.configuration.enabled)
         #expect(board.gpio.enable == Board.Line(.offset(17), activeLow: false))
+        #expect(board.power.offKeepsBackup, "unless a board says its power-off cuts the backup supply")
+    }
+
+    @Test(
+        "power-off keeps backup RAM on every hat but the cut-supply ones",
+        arguments: [
+            ("custom-template", false), ("simulator-cut-supply", false), ("simulator", true),
+            ("adafruit-ultimate-gps", true), ("uputronics-gps-rtc", true), ("waveshare-l76x", true),
+            ("waveshare-max-m8q", true), ("sparkfun-gps-rtk2", true), ("sparkfun-zed-f9r-phat", true),
+        ])
+    func offKeepsBackup(name: String, keeps: Bool) throws {
+        let board = try #require(try BoardCatalog.builtIn(name))
+        #expect(board.power.offKeepsBackup == keeps)
+        if let simulation = board.simulation { #expect(simulation.backupSupply == keeps) }
+    }
+
+    @Test("simulator-cut-supply is the simulator with its supply cut and no backup")
+    func cutSupply() throws {
+        let cut = try #require(try BoardCatalog.builtIn("simulator-cut-supply"))
+        var simulator = try #require(try BoardCatalog.builtIn("simulator"))
+        #expect(cut.hasHardPowerControl && !cut.power.offKeepsBackup && cut.simulation?.backupSupply == false)
+        #expect(cut.current.backup == 0)
+        simulator.name = cut.name
+        simulator.title = cut.title
+        simulator.notes = cut.notes
+        simulator.power.offKeepsBackup = false
+        simulator.simulation?.backupSupply = false
+        simulator.current.backup = 0
+        #expect(simulator == cut, "nothing else differs")
     }
 
     static let cases: [(replace: String, with: String, error: String)] = [
@@ -123,6 +153,8 @@ struct BoardErrorTests {
          "bad.json: gpio.pps: uses line 17, as enable does"),
         ("\"strategies\"", "\"strategys\"", "bad.json: power.strategies: missing (required)"),
         ("\"power\": {", "\"power\": { \"lingerSeconds\": -1,", "bad.json: power.lingerSeconds: must not be negative"),
+        ("\"power\": {", "\"power\": { \"offKeepsBackup\": 0,",
+         "bad.json: power.offKeepsBackup: expected true or false"),
         ("\"name\": \"test-hat\"", "\"name\": \"test hat\"", "bad.json: name: use letters, digits"),
         ("{ \"family\": \"ublox-gen8\" }", "\"ublox-gen8\"",
          "bad.json: chip: expected an object { ... }, found the text \"ublox-gen8\""),

@@ -194,6 +194,74 @@ enum OracleFields {
             return ("RXM-PMREQ-S/SET", ["duration": int(m.duration), "flags": int(m.flags)])
         case .poll(let id):
             return ("\(id)/POLL", [:])
+        // Aiding and power save (issue 16).
+        case .mgaDBD(let m):
+            // pyubx2 decodes the bytes after the 12 reserved ones, one field each.
+            var f: Fields = [:]
+            for (i, byte) in m.payload.dropFirst(12).enumerated() { f["data_" + n(i)] = int(byte) }
+            return ("MGA-DBD/GET", f)
+        case .mgaAck(let m) where m.type <= 1:
+            return (
+                m.type == 1 ? "MGA-ACK-DATA0/GET" : "MGA-NAK-DATA0/GET",
+                [
+                    "type": m.type, "version": m.version, "infoCode": m.infoCode, "msgId": m.msgId,
+                    "msgPayloadStart": m.msgPayloadStart,
+                ].mapValues(int)
+            )
+        case .mgaIniTimeUTC(let m):
+            return (
+                "MGA-INI-TIME-UTC/SET",
+                [
+                    "type": int(UBXMgaIniTimeUTC.type), "version": int(m.version), "ref": int(m.reference.rawValue),
+                    "leapSecs": int(m.leapSeconds), "year": int(m.year), "month": int(m.month), "day": int(m.day),
+                    "hour": int(m.hour), "minute": int(m.minute), "second": int(m.second), "ns": int(m.nanoseconds),
+                    "tAccS": int(m.accuracySeconds), "tAccNs": int(m.accuracyNanoseconds),
+                ]
+            )
+        case .mgaIniPosLLH(let m):
+            return (
+                "MGA-INI-POS-LLH/SET",
+                [
+                    "type": int(UBXMgaIniPosLLH.type), "version": int(m.version), "lat": int(m.lat), "lon": int(m.lon),
+                    "alt": int(m.alt), "posAcc": int(m.posAcc),
+                ]
+            )
+        case .secUniqID(let m) where m.uniqueID.count == 5:
+            // pyubx2 1.4.0 reads the id as one little-endian integer (U5), and knows only this form.
+            let id = m.uniqueID.enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+            return ("SEC-UNIQID/GET", ["version": int(m.version), "uniqueId": id])
+        case .cfgPM2(let m) where m.extintInactivity != nil:
+            // pyubx2 1.4.0 knows the 48-byte form only.
+            return (
+                "CFG-PM2/SET",
+                [
+                    "version": int(m.version), "maxStartupStateDur": int(m.maxStartupStateDur), "flags": int(m.flags),
+                    "updatePeriod": int(m.updatePeriod), "searchPeriod": int(m.searchPeriod),
+                    "gridOffset": int(m.gridOffset), "onTime": int(m.onTime), "minAcqTime": int(m.minAcqTime),
+                    "extintInactivityMs": int(m.extintInactivity ?? 0),
+                ]
+            )
+        case .cfgRXM(let m):
+            return ("CFG-RXM/SET", ["lpMode": int(m.lpMode)])
+        case .cfgPMS(let m):
+            return (
+                "CFG-PMS/SET",
+                [
+                    "version": int(m.version), "powerSetupValue": int(m.powerSetupValue), "period": int(m.period),
+                    "onTime": int(m.onTime),
+                ]
+            )
+        case .cfgNavX5(let m):
+            return (
+                "CFG-NAVX5/SET",
+                [
+                    "version": int(m.version), "mask1": int(m.mask1), "mask2": int(m.mask2), "minSVs": int(m.minSVs),
+                    "maxSVs": int(m.maxSVs), "minCNO": int(m.minCNO), "iniFix3D": int(m.iniFix3D),
+                    "ackAiding": int(m.ackAiding), "wknRollover": int(m.wknRollover),
+                    "sigAttenCompMode": int(m.sigAttenCompMode), "usePPP": int(m.usePPP), "aopCfg": int(m.aopCfg),
+                    "aopOrbMaxErr": int(m.aopOrbMaxErr), "useAdr": int(m.useAdr),
+                ]
+            )
         default:
             return nil
         }

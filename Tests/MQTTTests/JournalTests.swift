@@ -1,4 +1,5 @@
 import Foundation
+import GNSSProtocol
 import LinuxSystem
 import Testing
 import TestSupport

@@ -9,6 +9,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+// adjtimex(2), struct timex and the STA_* bits: Glibc's module map leaves <sys/timex.h> out.
+#include <sys/timex.h>
 
 /// ioctl(2) with a pointer argument (Swift cannot call the variadic ioctl).
 int cshim_ioctl_ptr(int fd, unsigned long request, void *arg);

@@ -39,7 +39,14 @@ UBX_TYPES = [
     ("CFG-VALGET", "CFG", GET), ("CFG-VALGET", "CFG", POLL), ("CFG-VALSET", "CFG", SET), ("CFG-MSG", "CFG", SET),
     ("CFG-PRT", "CFG", SET), ("CFG-RATE", "CFG", SET), ("CFG-RST", "CFG", SET), ("RXM-PMREQ", "RXM", SET),
     ("RXM-PMREQ-S", "RXM", SET), ("MON-VER", "MON", POLL), ("NAV-PVT", "NAV", POLL), ("NAV-SVINFO", "NAV", GET),
+    # Aiding and power save (issue 16).
+    ("MGA-DBD", "MGA", GET), ("MGA-DBD", "MGA", POLL), ("MGA-ACK-DATA0", "MGA", GET), ("MGA-NAK-DATA0", "MGA", GET),
+    ("MGA-INI-TIME-UTC", "MGA", SET), ("MGA-INI-POS-LLH", "MGA", SET), ("SEC-UNIQID", "SEC", GET),
+    ("SEC-UNIQID", "SEC", POLL), ("CFG-PM2", "CFG", SET), ("CFG-RXM", "CFG", SET), ("CFG-PMS", "CFG", SET),
+    ("CFG-NAVX5", "CFG", SET),
 ]
+# MGA messages are told apart by their first payload byte, `type`: it is fixed, not random.
+MGA_TYPES = {"MGA-ACK-DATA0": 1, "MGA-NAK-DATA0": 0, "MGA-INI-TIME-UTC": 0x10, "MGA-INI-POS-LLH": 0x01}
 NMEA_TYPES = ["GGA", "RMC", "GSA", "GSV", "VTG", "GLL", "GNS", "GST", "ZDA", "TXT"]
 TALKERS = ["GP", "GL", "GA", "GB", "BD", "GQ", "QZ", "GI", "GN"]
 MODE_NAMES = {GET: "GET", SET: "SET", POLL: "POLL"}
@@ -184,6 +191,11 @@ def generate_ubx(rng, name, cls, mode):
         return UBXMessage(cls, name, GET, **kwargs)
     if name.startswith("INF-"):
         return UBXMessage(cls, name, GET, message=printable(rng, 1, 80).encode())
+    if name == "MGA-DBD":
+        # A database entry: 12 reserved bytes and firmware-specific data (up to 164 bytes in all, by
+        # u-blox's interface description); pyubx2 decodes the data bytes one by one.
+        size = rng.randrange(12, 165)
+        return UBXMessage(cls, name, mode, payload=bytes(rng.randrange(256) for _ in range(size)))
     if name == "RXM-PMREQ-S":
         return UBXMessage(cls, "RXM-PMREQ", SET, payload=rng.randrange(0, 1 << 32).to_bytes(4, "little")
                           + rng.randrange(0, 1 << 32).to_bytes(4, "little"))
@@ -200,6 +212,8 @@ def generate_ubx(rng, name, cls, mode):
                 kwargs.update(random_fields(rng, value[1], f"_{index + 1:02d}"))
     if name == "RXM-PMREQ":
         kwargs["version"] = 0
+    if name in MGA_TYPES:
+        kwargs["type"] = MGA_TYPES[name]
     if name == "CFG-MSG":
         pass
     return UBXMessage(cls, name, mode, parsebitfield=False, **kwargs)
