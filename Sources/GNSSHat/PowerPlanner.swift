@@ -127,11 +127,13 @@ extension Duration {
 
 extension PowerPlanInputs {
     /// The planner's inputs for `board`: its currents (acquisition and tracking required; a board
-    /// without them plans continuous), whether its power-off keeps backup RAM, and start times
-    /// measured so far on top of the chip family's typical ones.
-    public init?(board: Board, offKeepsBackup: Bool, measured: StartTimeHistory = StartTimeHistory(),
+    /// without them plans continuous), whether its power-off keeps backup RAM (the board's
+    /// `power.offKeepsBackup` unless given), and start times measured so far on top of the chip
+    /// family's typical ones.
+    public init?(board: Board, offKeepsBackup: Bool? = nil, measured: StartTimeHistory = StartTimeHistory(),
                  aidingAvailable: Bool = false, powerSaveRefused: Bool = false) {
         let current = board.current
+        let offKeepsBackup = offKeepsBackup ?? board.power.offKeepsBackup
         guard let acquisition = current.acquisition, let tracking = current.tracking else { return nil }
         var typical = StartTimes.typical(for: board.chip.family)
         if let simulation = board.simulation {

@@ -24,6 +24,9 @@ final class ClientChannel: Sendable {
         var output: OutputQueue
         var wantsWritable = false
         var closed = false
+        /// The loop ended this client's reports (the service is stopping): a report still on its way
+        /// from the source's thread must not land after the last line the loop wrote.
+        var reportsEnded = false
         /// A failure or overflow was reported once; the loop closes the client, writes do nothing.
         var doomed = false
         var maxQueued = 0
@@ -50,23 +53,49 @@ final class ClientChannel: Sendable {
     /// Queues `lines` and writes what the socket takes now (`send`, non-blocking, under the
     /// channel's lock so that a close cannot reuse the descriptor mid-write).
     func write(_ lines: [[UInt8]]) -> Outcome {
+        write(lines, isReport: false)
+    }
+
+    private func write(_ lines: [[UInt8]], isReport: Bool) -> Outcome {
         guard !lines.isEmpty else { return .done }
         return state.withLock { state -> Outcome in
-            guard !state.closed, !state.doomed else { return .done }
-            for line in lines { state.output.append(line) }
-            if state.output.dropped > maxDroppedLines {
-                state.doomed = true
-                return .tooSlow
-            }
-            state.maxQueued = max(state.maxQueued, state.output.queuedBytes)
-            if state.wantsWritable { return .done }
-            return Self.flush(&state, socket)
+            guard !state.closed, !state.doomed, !(isReport && state.reportsEnded) else { return .done }
+            Self.append(lines, to: &state)
+            return finishWrite(&state)
         }
     }
 
-    /// The lines `event` becomes under the current policy, written at once (the source's thread).
+    private static func append(_ lines: [[UInt8]], to state: inout State) {
+        for line in lines { state.output.append(line) }
+    }
+
+    private func finishWrite(_ state: inout State) -> Outcome {
+        if state.output.dropped > maxDroppedLines {
+            state.doomed = true
+            return .tooSlow
+        }
+        state.maxQueued = max(state.maxQueued, state.output.queuedBytes)
+        if state.wantsWritable { return .done }
+        return Self.flush(&state, socket)
+    }
+
+    /// The lines `event` becomes under the current policy, written at once (the source's thread);
+    /// nothing once ``endReports(with:)`` has run.
     func deliver(_ event: GPSDEvent, path: String) -> Outcome {
-        write(policy.lines(for: event, path: path))
+        write(policy.lines(for: event, path: path), isReport: true)
+    }
+
+    /// Ends this client's reports and writes `lines` (the device's close) as the last it gets: a
+    /// report the source's thread is delivering now either lands before them or not at all, since
+    /// both take the channel's lock (cancelling the subscription does not wait for a delivery
+    /// already under way).
+    func endReports(with lines: [[UInt8]]) -> Outcome {
+        state.withLock { state -> Outcome in
+            state.reportsEnded = true
+            guard !state.closed, !state.doomed, !lines.isEmpty else { return .done }
+            Self.append(lines, to: &state)
+            return finishWrite(&state)
+        }
     }
 
     /// Writes queued bytes after the loop saw the socket writable.

@@ -426,12 +426,12 @@ final class ServerLoop: @unchecked Sendable {
                 token.cancel()
             }
         }
-        if activated != nil {
-            activated = nil
-            let line = GPSDResponse.deviceClosed(path: device.path)
-            for client in clients.values where client.session.policy.enable && client.session.policy.json {
-                _ = client.channel.write([line])
-            }
+        let closing = activated.map { _ in GPSDResponse.deviceClosed(path: device.path) }
+        activated = nil
+        for client in clients.values {
+            let policy = client.session.policy
+            let last = policy.enable && policy.json ? closing.map { [$0] } ?? [] : []
+            _ = client.channel.endReports(with: last)
         }
         for client in clients.values { close(client, reason: nil) }
         hold?.cancel()

@@ -138,6 +138,9 @@ struct PowerPlannerTests {
         #expect(inputs.offMilliamps == 0.015)
         let cut = try #require(PowerPlanInputs(board: board, offKeepsBackup: false))
         #expect(cut.offMilliamps == 0)
+        let cutBoard = try BoardCatalog.load("simulator-cut-supply")
+        #expect(try #require(PowerPlanInputs(board: cutBoard)).offKeepsBackup == false)
+        #expect(try #require(PowerPlanInputs(board: board)).offKeepsBackup)
         var bare = board
         bare.current = Board.Current()
         #expect(PowerPlanInputs(board: bare, offKeepsBackup: true) == nil)
