@@ -299,7 +299,7 @@ struct ServiceRun {
 
         // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
         var cpuBefore = pids.map(cpuSeconds)
-        var streamSwitchesBefore = pids.map { totalSwitches(contextSwitches($0)) }
+        var streamSwitchesBefore = pids.map(contextSwitches)
         var firstWrite: [[Int: ContinuousClock.Instant]] = [[:], [:]]
         var lastWrite: [[Int: ContinuousClock.Instant]] = [[:], [:]]
         var random = BenchRandom(state: 7)
@@ -310,7 +310,7 @@ struct ServiceRun {
             if epoch == ServiceBenchmark.warmUp {
                 // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
                 cpuBefore = pids.map(cpuSeconds)
-                streamSwitchesBefore = pids.map { totalSwitches(contextSwitches($0)) }
+                streamSwitchesBefore = pids.map(contextSwitches)
             }
             let messages = stream.messages(epoch: epoch, random: &random)
             let epochStart = start + .milliseconds(100 * epoch)
@@ -330,7 +330,7 @@ struct ServiceRun {
         }
         try await Task.sleep(for: .milliseconds(500))
         let cpuAfter = pids.map(cpuSeconds)
-        let streamSwitchesAfter = pids.map { totalSwitches(contextSwitches($0)) }
+        let streamSwitchesAfter = pids.map(contextSwitches)
         let memory = pids.map(residentMemory)
         let dirty = pids.map(privateDirtyMemory)
         stop.store(true, ordering: .releasing)
@@ -361,7 +361,7 @@ struct ServiceRun {
             measurements[side].firstPositionP99 = percentile(firstPosition, 0.99)
             measurements[side].cpuSeconds = cpuAfter[side] - cpuBefore[side]
             measurements[side].switchesPerEpoch =
-                Double(streamSwitchesAfter[side] - streamSwitchesBefore[side]) / Double(epochs)
+                Double(switchesBetween(streamSwitchesBefore[side], streamSwitchesAfter[side])) / Double(epochs)
             measurements[side].rss = memory[side].rss
             measurements[side].peakRSS = memory[side].peak
             measurements[side].privateDirty = dirty[side]
@@ -538,9 +538,12 @@ struct ServiceRun {
         return switches
     }
 
-    /// Every thread's context switches added up.
-    func totalSwitches(_ threads: [String: (name: String, switches: Int)]) -> Int {
-        threads.values.reduce(0) { $0 + $1.switches }
+    /// The context switches between two samples, thread by thread: a thread started in between counts
+    /// all of its own; one that ended in between is gone from /proc with its count (not counted).
+    func switchesBetween(
+        _ before: [String: (name: String, switches: Int)], _ after: [String: (name: String, switches: Int)]
+    ) -> Int {
+        after.reduce(0) { total, thread in total + thread.value.switches - (before[thread.key]?.switches ?? 0) }
     }
 
     /// The instructions of the profile callgrind wrote for `pid` in `directory` (its `summary:` line).
