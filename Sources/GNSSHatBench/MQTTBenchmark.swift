@@ -118,7 +118,8 @@ struct MQTTRun {
 
     /// The service benchmark's process and /proc helpers (launch, ports, CPU time, percentiles).
     var tools: ServiceRun {
-        ServiceRun(stream: .nmea, gnssHat: gnssHat, gpsd: URL(fileURLWithPath: "/usr/sbin/gpsd"))
+        ServiceRun(stream: .nmea, watchers: 1, gnssHat: gnssHat, gpsd: URL(fileURLWithPath: "/usr/sbin/gpsd"),
+                   epochs: ServiceBenchmark.measured, profile: nil)
     }
 
     static let oursTopic = "gnss-hat/bench/tpv"

@@ -15,13 +15,20 @@
 //     binary users install (scripts/build-static.sh, which bench.sh runs): the Swift runtime in
 //     it is laid out for the service (scripts/profile-order.sh); the release build, with the
 //     shared Swift libraries, maps nearly twice as much (12.9 against 7.0 MB, measured);
+//   - context switches per epoch while streaming (voluntary and involuntary, every thread, from
+//     /proc/PID/task/*/status): how often each service is woken to handle an epoch;
 //   - wake-ups per second while no client watches (context switches of every thread), and which
 //     threads (by name) woke.
+// Runs: NMEA and UBX with one watching client each, and NMEA with 20 (CPU time, latency).
 // Both services run at nice -10: gpsd sets it itself when started as root (as here), ours too
 // (serve's --nice default); unprivileged, both would keep the nice value they were given.
 // Environment: GNSSHAT_BENCH_GNSS_HAT (the gnss-hat to measure; default: the one beside this
 // program), GNSSHAT_BENCH_RUNS (runs per stream, medians reported, default 3),
-// GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300).
+// GNSSHAT_BENCH_SERVICE_EPOCHS (epochs measured per run after 20 of warm-up, default 300),
+// GNSSHAT_BENCH_SERVICE_PROFILE=DIR (both services under valgrind's callgrind instead, profiles in
+// DIR: two runs per configuration, of 50 and of the measured epochs, whose difference in instructions
+// per extra epoch is printed, start-up and shut-down cancelling out; no timing is printed),
+// GNSSHAT_BENCH_SERVICE_RUNS=nmea,ubx,nmea-20 (the runs to make).
 
 import Foundation
 import LinuxSystem
@@ -39,6 +46,22 @@ enum ServiceBenchmark {
         let description: String
     }
 
+    /// One configuration: a stream and how many clients watch each service.
+    struct Configuration {
+        let stream: ServiceStream
+        let watchers: Int
+
+        /// `nmea`, `ubx`, `nmea-20`: the name GNSSHAT_BENCH_SERVICE_RUNS takes.
+        var name: String { watchers == 1 ? stream.rawValue : "\(stream.rawValue)-\(watchers)" }
+        /// How the bench lines name it: `nmea`, `ubx`, `nmea 20 watchers`.
+        var label: String { watchers == 1 ? stream.rawValue : "\(stream.rawValue) \(watchers) watchers" }
+    }
+
+    static let configurations = [
+        Configuration(stream: .nmea, watchers: 1), Configuration(stream: .ubx, watchers: 1),
+        Configuration(stream: .nmea, watchers: 20),
+    ]
+
     static func run() async throws {
         let gnssHat = environment["GNSSHAT_BENCH_GNSS_HAT"].map { URL(fileURLWithPath: $0) }
             ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -52,45 +75,77 @@ enum ServiceBenchmark {
         guard FileManager.default.isExecutableFile(atPath: gpsd.path) else {
             throw Failure(description: "/usr/sbin/gpsd is missing: install Debian's gpsd (scripts/setup.sh does)")
         }
+        let profile = environment["GNSSHAT_BENCH_SERVICE_PROFILE"].map { URL(fileURLWithPath: $0) }
+        if let profile { try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true) }
+        let selected = environment["GNSSHAT_BENCH_SERVICE_RUNS"]?.split(separator: ",").map(String.init)
         var idle: [(ours: Double, gpsd: Double)] = []
         var idleThreads: [String: Double] = [:]
         var memory: [(ours: Double, gpsd: Double, oursPeak: Double, gpsdPeak: Double)] = []
         var privateDirty: [(ours: Double, gpsd: Double)] = []
-        for stream in ServiceStream.allCases {
+        for configuration in configurations where selected?.contains(configuration.name) ?? true {
+            let stream = configuration.stream
             var results: [(ours: Measurement, gpsd: Measurement)] = []
+            if let profile {
+                // Instructions per epoch: a long run less a short one, divided by the epochs between.
+                var totals: [(ours: Double, gpsd: Double)] = []
+                for epochs in [50, max(measured, 100)] {
+                    let run = try await ServiceRun(
+                        stream: stream, watchers: configuration.watchers, gnssHat: gnssHat, gpsd: gpsd,
+                        epochs: epochs, profile: profile.appendingPathComponent("\(configuration.name)-\(epochs)")
+                    ).run()
+                    totals.append((run.ours.instructions, run.gpsd.instructions))
+                }
+                let epochs = Double(max(measured, 100) - 50)
+                Bench.report("service \(configuration.label) instructions per epoch (callgrind)",
+                             ours: (totals[1].ours - totals[0].ours) / epochs, peer: "gpsd",
+                             peerValue: (totals[1].gpsd - totals[0].gpsd) / epochs, unit: "Ir", target: "-")
+                continue
+            }
             for _ in 0..<runs {
-                let run = try await ServiceRun(stream: stream, gnssHat: gnssHat, gpsd: gpsd).run()
+                let run = try await ServiceRun(
+                    stream: stream, watchers: configuration.watchers, gnssHat: gnssHat, gpsd: gpsd,
+                    epochs: measured, profile: nil
+                ).run()
                 results.append(run)
-                idle.append((run.ours.idleWakeups, run.gpsd.idleWakeups))
-                for (thread, rate) in run.ours.idleWakeupsByThread { idleThreads[thread, default: 0] += rate }
-                privateDirty.append((run.ours.privateDirty, run.gpsd.privateDirty))
-                memory.append((run.ours.rss, run.gpsd.rss, run.ours.peakRSS, run.gpsd.peakRSS))
+                if configuration.watchers == 1 {
+                    idle.append((run.ours.idleWakeups, run.gpsd.idleWakeups))
+                    for (thread, rate) in run.ours.idleWakeupsByThread { idleThreads[thread, default: 0] += rate }
+                    privateDirty.append((run.ours.privateDirty, run.gpsd.privateDirty))
+                    memory.append((run.ours.rss, run.gpsd.rss, run.ours.peakRSS, run.gpsd.peakRSS))
+                }
             }
             func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
             func figure(_ key: KeyPath<Measurement, Double>) -> (Double, Double) {
                 (median(results.map { $0.ours[keyPath: key] }), median(results.map { $0.gpsd[keyPath: key] }))
             }
             let coverage = results.map { "ours \($0.ours.epochs)/\(measured) gpsd \($0.gpsd.epochs)/\(measured)" }
-            print("service \(stream.rawValue): \(runs) runs of \(measured) epochs at 10 Hz, 115200 baud; TPV epochs "
-                + "measured per run: \(coverage.joined(separator: "; "))")
+            print("service \(configuration.label): \(results.count) runs of \(measured) epochs at 10 Hz, 115200 baud, "
+                + "\(configuration.watchers) watching client(s) per service; TPV epochs measured per run (at the "
+                + "first client): \(coverage.joined(separator: "; "))")
+            let label = configuration.label
             let lastByte = stream == .ubx ? "NAV-PVT last-byte->TPV" : "last-byte->TPV"
             var (ours, peer) = figure(\.lastByteP50)
-            Bench.report("service \(stream.rawValue) \(lastByte) p50", ours: ours, peer: "gpsd", peerValue: peer,
+            Bench.report("service \(label) \(lastByte) p50", ours: ours, peer: "gpsd", peerValue: peer,
                          unit: "ms", target: "-")
             (ours, peer) = figure(\.lastByteP99)
-            Bench.report("service \(stream.rawValue) \(lastByte) p99", ours: ours, peer: "gpsd", peerValue: peer,
-                         unit: "ms", target: "<=1")
+            Bench.report("service \(label) \(lastByte) p99", ours: ours, peer: "gpsd", peerValue: peer,
+                         unit: "ms", target: configuration.watchers == 1 ? "<=0.8" : "-")
             // gpsd reports UBX on NAV-PVT as ours does: the quarter target holds for NMEA only.
             (ours, peer) = figure(\.firstPositionP50)
-            Bench.report("service \(stream.rawValue) first-position->TPV p50", ours: ours, peer: "gpsd",
+            Bench.report("service \(label) first-position->TPV p50", ours: ours, peer: "gpsd",
                          peerValue: peer, unit: "ms", target: stream == .nmea ? "<=0.25" : "-")
             (ours, peer) = figure(\.firstPositionP99)
-            Bench.report("service \(stream.rawValue) first-position->TPV p99", ours: ours, peer: "gpsd",
+            Bench.report("service \(label) first-position->TPV p99", ours: ours, peer: "gpsd",
                          peerValue: peer, unit: "ms", target: "-")
             (ours, peer) = figure(\.cpuSeconds)
-            Bench.report("service \(stream.rawValue) CPU time while streaming", ours: ours, peer: "gpsd",
-                         peerValue: peer, unit: "s", target: "-")
+            Bench.report("service \(label) CPU time while streaming", ours: ours, peer: "gpsd",
+                         peerValue: peer, unit: "s", target: "<=0.5")
+            (ours, peer) = figure(\.switchesPerEpoch)
+            print("bench service \(label) context switches per epoch: ours=\(Bench.format(ours)) "
+                + "gpsd=\(Bench.format(peer)) ratio=\(String(format: "%.2f", peer == 0 ? .infinity : ours / peer)) "
+                + "target=\(stream == .nmea && configuration.watchers == 1 ? "<=1" : "-")")
         }
+        guard !memory.isEmpty else { return }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         Bench.report("service resident memory while streaming", ours: median(memory.map(\.ours)), peer: "gpsd",
                      peerValue: median(memory.map(\.gpsd)), unit: "MB", target: "<=1")
@@ -124,6 +179,10 @@ enum ServiceBenchmark {
         var rss = 0.0
         var peakRSS = 0.0
         var cpuSeconds = 0.0
+        /// Context switches of every thread while streaming, per epoch streamed.
+        var switchesPerEpoch = 0.0
+        /// Instructions of the whole process, start to exit (profile runs only).
+        var instructions = 0.0
         /// MB of private dirty pages at the end of streaming (`/proc/PID/smaps_rollup`).
         var privateDirty = 0.0
         var idleWakeups = 0.0
@@ -155,8 +214,14 @@ final class Arrivals: Sendable {
 /// One run: both services on one stream.
 struct ServiceRun {
     let stream: ServiceStream
+    /// Clients watching each service; the first one's arrivals are timed.
+    let watchers: Int
     let gnssHat: URL
     let gpsd: URL
+    /// Epochs measured, after `ServiceBenchmark.warmUp` more.
+    let epochs: Int
+    /// Where callgrind writes both services' profiles (nil: no profile, the services run as they are).
+    let profile: URL?
 
     /// Index 0 is gpsd, 1 is ours.
     func run() async throws -> (ours: ServiceBenchmark.Measurement, gpsd: ServiceBenchmark.Measurement) {
@@ -167,18 +232,29 @@ struct ServiceRun {
         let boardPath = try Self.writeBoard(on: terminals[1].devicePath,
                                             title: "the service benchmark's pseudo-terminal", in: directory)
         let ports = [try freePort(), try freePort()]
-        let gpsdProcess = try launch(gpsd, ["-N", "-n", "-b", "-S", "\(ports[0])", terminals[0].devicePath])
+        if let profile {
+            // gpsd started as root drops to its own user, which then writes its profile at exit.
+            try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
+            chmod(profile.path, 0o777)
+        }
+        let gpsdProcess = try launch(gpsd, ["-N", "-n", "-b", "-S", "\(ports[0])", terminals[0].devicePath],
+                                     profile: profile?.appendingPathComponent("gpsd.callgrind"))
         // gpsd keeps SIGTERM blocked when its parent's thread had it blocked: SIGKILL ends it.
         defer { kill(gpsdProcess.processIdentifier, SIGKILL) }
         let oursProcess = try launch(gnssHat, [
             "serve", "--board", boardPath, "--listen", "127.0.0.1:\(ports[1])", "--early-position", "--linger", "1",
-        ])
+        ], profile: profile?.appendingPathComponent("ours.callgrind"))
         defer { if oursProcess.isRunning { kill(oursProcess.processIdentifier, SIGKILL) } }
         let pids = [gpsdProcess.processIdentifier, oursProcess.processIdentifier]
 
+        // Each service's clients, the timed one first.
         var clients: [SocketConnection] = []
+        var extraClients: [SocketConnection] = []
         for port in ports { clients.append(try await connect(port: port)) }
-        for client in clients {
+        for port in ports {
+            for _ in 1..<watchers { extraClients.append(try await connect(port: port)) }
+        }
+        for client in clients + extraClients {
             try client.sendAll(Array("?WATCH={\"enable\":true,\"json\":true};\n".utf8))
             try await waitForLine(client, containing: "\"class\":\"WATCH\"")
         }
@@ -189,10 +265,11 @@ struct ServiceRun {
         let arrivals = [Arrivals(), Arrivals()]
         let stop = Atomic<Bool>(false)
         let poller = try Poller()
-        for (index, client) in clients.enumerated() {
+        // The other clients are read (and their lines dropped) so that they never fall behind.
+        for (index, client) in (clients + extraClients).enumerated() {
             try poller.add(client.rawDescriptor, token: UInt64(index), interest: .readable)
         }
-        let connections = clients
+        let connections = clients + extraClients
         let reader = try LoopThread(name: "bench-reader") {
             var buffers: [[UInt8]] = [[], []]
             var scratch = [UInt8](repeating: 0, count: 65536)
@@ -203,6 +280,7 @@ struct ServiceRun {
                     guard case .received(let count)? = try? scratch.withUnsafeMutableBytes({
                         try connections[index].receive(into: $0)
                     }) else { continue }
+                    guard index < 2 else { continue }
                     let now = ContinuousClock.now
                     buffers[index] += scratch[0..<count]
                     while let newline = buffers[index].firstIndex(of: 0x0A) {
@@ -214,13 +292,21 @@ struct ServiceRun {
         }
 
         // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
-        let cpuBefore = pids.map(cpuSeconds)
+        var cpuBefore = pids.map(cpuSeconds)
+        var streamSwitchesBefore = pids.map(contextSwitches)
         let clock = ContinuousClock()
-        let total = ServiceBenchmark.warmUp + ServiceBenchmark.measured
-        let writes = try await Self.feed(stream, epochs: total, to: terminals)
+        let total = ServiceBenchmark.warmUp + epochs
+        let writes = try await Self.feed(stream, epochs: total, to: terminals) { epoch in
+            if epoch == ServiceBenchmark.warmUp {
+                // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
+                cpuBefore = pids.map(cpuSeconds)
+                streamSwitchesBefore = pids.map(contextSwitches)
+            }
+        }
         let (firstWrite, lastWrite) = (writes.first, writes.last)
         try await Task.sleep(for: .milliseconds(500))
         let cpuAfter = pids.map(cpuSeconds)
+        let streamSwitchesAfter = pids.map(contextSwitches)
         let memory = pids.map(residentMemory)
         let dirty = pids.map(privateDirtyMemory)
         stop.store(true, ordering: .releasing)
@@ -250,13 +336,28 @@ struct ServiceRun {
             measurements[side].firstPositionP50 = percentile(firstPosition, 0.5)
             measurements[side].firstPositionP99 = percentile(firstPosition, 0.99)
             measurements[side].cpuSeconds = cpuAfter[side] - cpuBefore[side]
+            measurements[side].switchesPerEpoch =
+                Double(switchesBetween(streamSwitchesBefore[side], streamSwitchesAfter[side])) / Double(epochs)
             measurements[side].rss = memory[side].rss
             measurements[side].peakRSS = memory[side].peak
             measurements[side].privateDirty = dirty[side]
         }
 
         // Idle: nobody watches; ours powers the receiver off after its 1 s linger.
-        for client in clients { client.close() }
+        for client in clients + extraClients { client.close() }
+        if let profile {
+            // Both end on SIGTERM, and callgrind writes each profile as its process exits.
+            for (side, process) in [gpsdProcess, oursProcess].enumerated() {
+                kill(process.processIdentifier, SIGTERM)
+                process.waitUntilExit()
+                measurements[side].instructions = try totalInstructions(process.processIdentifier, in: profile)
+            }
+            return (measurements[1], measurements[0])
+        }
+        guard watchers == 1 else {
+            try stopOurs(oursProcess)
+            return (measurements[1], measurements[0])
+        }
         try await Task.sleep(for: .seconds(3))
         let switchesBefore = pids.map(contextSwitches)
         let idleStart = clock.now
@@ -276,12 +377,17 @@ struct ServiceRun {
             measurements[side].idleWakeups = Double(woke) / idleSeconds
         }
 
-        kill(oursProcess.processIdentifier, SIGTERM)
-        oursProcess.waitUntilExit()
-        if oursProcess.terminationStatus != 0 {
-            throw ServiceBenchmark.Failure(description: "gnss-hat serve exited \(oursProcess.terminationStatus)")
-        }
+        try stopOurs(oursProcess)
         return (measurements[1], measurements[0])
+    }
+
+    func stopOurs(_ process: Process) throws {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        // Under valgrind a SIGTERM ends the process by the signal: nothing else is checked then.
+        if process.terminationStatus != 0 && profile == nil {
+            throw ServiceBenchmark.Failure(description: "gnss-hat serve exited \(process.terminationStatus)")
+        }
     }
 
     /// Records a TPV line: its epoch (from its time) and whether it carries a position.
@@ -305,13 +411,17 @@ struct ServiceRun {
 
     /// Writes `epochs` epochs of `stream` to both terminals: each message at its moment on a
     /// 115200-baud line, 10 Hz epochs, the terminal written first alternating so that neither side
-    /// is always second.
-    static func feed(_ stream: ServiceStream, epochs: Int, to terminals: [PseudoTerminal]) async throws -> Writes {
+    /// is always second. `beforeEpoch` runs before each epoch is written (to sample counters at the
+    /// end of the warm-up).
+    static func feed(
+        _ stream: ServiceStream, epochs: Int, to terminals: [PseudoTerminal], beforeEpoch: (Int) -> Void = { _ in }
+    ) async throws -> Writes {
         var writes = Writes()
         var random = BenchRandom(state: 7)
         let clock = ContinuousClock()
         let start = clock.now + .milliseconds(50)
         for epoch in 0..<epochs {
+            beforeEpoch(epoch)
             let messages = stream.messages(epoch: epoch, random: &random)
             let epochStart = start + .milliseconds(100 * epoch)
             var offset = 0
@@ -344,10 +454,21 @@ struct ServiceRun {
         return boardPath
     }
 
-    func launch(_ executable: URL, _ arguments: [String]) throws -> Process {
+    /// Starts `executable`; with a `profile` path, under valgrind's callgrind writing there.
+    func launch(_ executable: URL, _ arguments: [String], profile: URL? = nil) throws -> Process {
         let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+        if let profile {
+            // Through perl, to start with no signal blocked (the spawning thread blocks some, and a
+            // child inherits its mask): both must end on SIGTERM for callgrind to write the profile.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
+            process.arguments = [
+                "-MPOSIX", "-e", "sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die \"exec: $!\"",
+                "/usr/bin/valgrind", "--tool=callgrind", "--callgrind-out-file=\(profile.path).%p", executable.path,
+            ] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -442,6 +563,28 @@ struct ServiceRun {
             switches[task] = (name, count)
         }
         return switches
+    }
+
+    /// The context switches between two samples, thread by thread: a thread started in between counts
+    /// all of its own; one that ended in between is gone from /proc with its count (not counted).
+    func switchesBetween(
+        _ before: [String: (name: String, switches: Int)], _ after: [String: (name: String, switches: Int)]
+    ) -> Int {
+        after.reduce(0) { total, thread in total + thread.value.switches - (before[thread.key]?.switches ?? 0) }
+    }
+
+    /// The instructions of the profile callgrind wrote for `pid` in `directory` (its `summary:` line).
+    func totalInstructions(_ pid: Int32, in directory: URL) throws -> Double {
+        guard let newest = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .first(where: { $0.hasSuffix(".callgrind.\(pid)") })
+        else {
+            throw ServiceBenchmark.Failure(description: "callgrind wrote no profile for \(pid) in \(directory.path)")
+        }
+        let text = try String(contentsOf: directory.appendingPathComponent(newest), encoding: .utf8)
+        for line in text.split(separator: "\n") where line.hasPrefix("summary:") || line.hasPrefix("totals:") {
+            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return value }
+        }
+        throw ServiceBenchmark.Failure(description: "no summary line in \(newest)")
     }
 
     func milliseconds(_ duration: Duration) -> Double {

@@ -165,6 +165,12 @@ public struct Fix: Hashable, Sendable {
     public var dops = DilutionOfPrecision()
     /// Satellites used in the solution.
     public var satellitesUsed: Int?
+    /// GPS-UTC leap seconds, once the receiver has said them (UBX NAV-TIMEGPS with leapS valid).
+    public var leapSeconds: Int?
+    /// ECEF position and velocity with their accuracies, where the receiver sends them (UBX NAV-SOL,
+    /// NAV-POSECEF, NAV-VELECEF): gpsd's `ecefx/y/z` and `ecefpAcc`, `ecefvx/vy/vz` and `ecefvAcc`.
+    public var ecefPosition: ECEFVector?
+    public var ecefVelocity: ECEFVector?
 
     public init() {}
 
@@ -356,5 +362,27 @@ public enum SatelliteNumbering {
         case 401...437: return (.beidou, number - 400, number)
         default: return nil
         }
+    }
+}
+
+/// A position (metres) or a velocity (m/s) in Earth-centred, Earth-fixed coordinates (WGS84), with the
+/// receiver's accuracy estimate for it, as the receiver gave them.
+public struct ECEFVector: Hashable, Sendable {
+    public var x: Double
+    public var y: Double
+    public var z: Double
+    /// The receiver's accuracy estimate (UBX pAcc or sAcc), metres or m/s.
+    public var accuracy: Double
+
+    public init(x: Double, y: Double, z: Double, accuracy: Double) {
+        self.x = x
+        self.y = y
+        self.z = z
+        self.accuracy = accuracy
+    }
+
+    /// From UBX's centimetres (or cm/s), as gpsd's u-blox driver reads them.
+    init(centimetres x: Int32, _ y: Int32, _ z: Int32, accuracy: UInt32) {
+        self.init(x: Double(x) / 100, y: Double(y) / 100, z: Double(z) / 100, accuracy: Double(accuracy) / 100)
     }
 }

@@ -31,6 +31,7 @@ public enum GPSDReport {
             j.int("mode", fix.mode.rawValue)
             if let time = fix.time {
                 j.time("time", time)
+                if let leap = fix.leapSeconds { j.int("leapseconds", leap) }
                 j.number("ept", fix.ept, 3)
             }
             // Position fields only with a 2D or 3D fix (gpsd suppresses them otherwise).
@@ -53,6 +54,19 @@ public enum GPSDReport {
                 j.number("eps", fix.eps, 2)
                 if fix.mode == .threeD {
                     j.number("epc", fix.epc, 2)
+                    // gpsd writes them with a 3D fix, two decimals (centimetres, as UBX gives them).
+                    if let position = fix.ecefPosition {
+                        j.number("ecefx", position.x, 2)
+                        j.number("ecefy", position.y, 2)
+                        j.number("ecefz", position.z, 2)
+                    }
+                    if let velocity = fix.ecefVelocity {
+                        j.number("ecefvx", velocity.x, 2)
+                        j.number("ecefvy", velocity.y, 2)
+                        j.number("ecefvz", velocity.z, 2)
+                    }
+                    j.number("ecefpAcc", fix.ecefPosition?.accuracy, 2)
+                    j.number("ecefvAcc", fix.ecefVelocity?.accuracy, 2)
                     if let north = fix.velocityNorth, let east = fix.velocityEast {
                         j.number("velN", abs(north) < 0.0005 ? 0 : north, 3)
                         j.number("velE", abs(east) < 0.0005 ? 0 : east, 3)

@@ -14,7 +14,8 @@ public struct Lock<State: ~Copyable>: ~Copyable, @unchecked Sendable {
     @usableFromInline let mutex: Mutex<State>
     @usableFromInline let order = Atomic<UInt8>(0)
 
-    /// A lock guarding `initial`.
+    /// A lock guarding `initial`. Inlinable, so that it is specialised for the state it guards.
+    @inlinable
     public init(_ initial: consuming sending State) {
         mutex = Mutex(initial)
     }

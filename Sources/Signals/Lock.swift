@@ -15,7 +15,9 @@ struct Lock<State: ~Copyable>: ~Copyable, @unchecked Sendable {
     @usableFromInline let mutex: Mutex<State>
     @usableFromInline let order = Atomic<UInt8>(0)
 
-    @usableFromInline
+    // Inlinable, so that it is specialised for the state it guards: the unspecialised generic
+    // initialiser cost a subscribe about 8 % of its time.
+    @inlinable
     init(_ initial: consuming sending State) {
         mutex = Mutex(initial)
     }

@@ -39,6 +39,11 @@ extension EpochAssembler {
         setModeAndStatus(of: &fix, from: a)
         if fix.mode >= .twoD { Self.setPositionAndVelocity(of: &fix, from: a) }
         fix.satellitesUsed = a.satellitesUsed
+        fix.leapSeconds = leapSeconds
+        if fix.mode >= .twoD {
+            fix.ecefPosition = a.ecefPosition
+            fix.ecefVelocity = a.ecefVelocity
+        }
         fix.dops = a.dops
         if a.hasSkyData || !a.dops.isEmpty {
             // Fill the DOPs the receiver did not send from the geometry of the used satellites (as gpsd does).

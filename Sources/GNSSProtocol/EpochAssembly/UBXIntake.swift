@@ -51,7 +51,17 @@ extension EpochAssembler {
             participate(key: key, tag: .ubx(m.iTOW), into: &sink) { a in a.hasSkyData = true }
             takeSatellites(m)
         case .other(let id, let payload) where id.messageClass == UBX.Class.nav:
-            // Other NAV messages still mark the epoch.
+            // NAV-POSECEF and NAV-VELECEF add their vector (UBXNavECEF.swift); other NAV messages
+            // still mark the epoch.
+            if let ecef = UBXNavECEF(id: id, payload: payload) {
+                participate(key: key, tag: .ubx(ecef.iTOW), into: &sink) { a in
+                    switch ecef.kind {
+                    case .position: a.ecefPosition = ecef.vector
+                    case .velocity: a.ecefVelocity = ecef.vector
+                    }
+                }
+                return
+            }
             guard let iTOW = Self.iTOW(of: id, payload) else { return }
             participate(key: key, tag: .ubx(iTOW), into: &sink) { _ in }
         default:
@@ -115,6 +125,9 @@ extension EpochAssembler {
             a.ubxStatus = status
         }
         if a.fullTime == nil { a.fullTime = time }
+        // sAcc is the velocity's accuracy, as gpsd's driver reads it.
+        a.ecefPosition = ECEFVector(centimetres: m.ecefX, m.ecefY, m.ecefZ, accuracy: m.pAcc)
+        a.ecefVelocity = ECEFVector(centimetres: m.ecefVX, m.ecefVY, m.ecefVZ, accuracy: m.sAcc)
         let position = m.geodetic
         if a.positionSource < .ecef {
             a.positionSource = .ecef
