@@ -12,7 +12,7 @@ enum CommandHardware {
     /// day's, which repeats from run to run.
     static func providers(simulatedDayStartsNow: Bool = false) -> HardwareProviders {
         let simulated = simulatedDayStartsNow
-            ? SimulatedHardware(startTime: GNSSTime(nanosecondsSinceEpoch: WallClock.now()))
+            ? SimulatedHardware(startTime: .systemTimeAtOpen)
             : SimulatedHardware()
         return HardwareProviders(SystemHardware(), simulated)
     }
