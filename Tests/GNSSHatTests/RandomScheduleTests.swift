@@ -152,6 +152,8 @@ struct Schedule {
 
     /// The enable line is never switched on twice without an off between.
     func checkLevels() {
+        // A schedule whose power-ons all failed before the line was requested has no levels to check
+        // (checkOff still checks that it ended off).
         guard let levels = rig.powerLine?.levels else { return }
         for index in levels.indices.dropFirst() where levels[index] && levels[index - 1] {
             Issue.record(Comment(rawValue: "seed \(seed): enable switched on twice: \(levels)"))
