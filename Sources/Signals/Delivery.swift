@@ -1,9 +1,7 @@
-/// Everyone a value goes to, as a snapshot: sending a value copies one reference under the lock and
-/// calls the targets outside it. Subscribing or cancelling changes the snapshot in place when no send
-/// holds it (the lock's holder then has the only reference), and otherwise changes a copy, so that a
-/// send in progress keeps the targets it started with.
+/// Everyone a value goes to, as an immutable snapshot: sending a value copies one reference
+/// under the lock; subscribing or cancelling builds a new snapshot (rare next to sending).
 @usableFromInline
-final class Targets<Value: Sendable>: @unchecked Sendable {
+final class Targets<Value: Sendable>: Sendable {
     @usableFromInline
     struct Entry: Sendable {
         @usableFromInline let id: SubscriberID
@@ -16,15 +14,13 @@ final class Targets<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    // Changed only by the holder of the delivery's lock, and only while nobody else holds a
-    // reference (see `Delivery.State.changeTargets`): that is why the class may be Sendable.
     /// Live callback subscribers, called in order.
-    @usableFromInline var calls: ContiguousArray<Entry>
+    @usableFromInline let calls: ContiguousArray<Entry>
     /// Callback subscribers still being handed the replayed value; they stash live values.
-    @usableFromInline var replaying: ContiguousArray<CallbackSink<Value>>
-    @usableFromInline var streams: ContiguousArray<StreamBuffer<Value>>
+    @usableFromInline let replaying: ContiguousArray<CallbackSink<Value>>
+    @usableFromInline let streams: ContiguousArray<StreamBuffer<Value>>
     /// How many subscribers want values timestamped (async and sample subscribers).
-    @usableFromInline var timestamped: Int
+    @usableFromInline let timestamped: Int
 
     @inlinable
     init(
@@ -39,68 +35,67 @@ final class Targets<Value: Sendable>: @unchecked Sendable {
         self.timestamped = timestamped
     }
 
-    /// A copy to change while a send still holds this one.
     @inlinable
-    func copy() -> Targets {
-        Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
-    }
-
-    @inlinable
-    func add(live sink: CallbackSink<Value>) {
+    func adding(live sink: CallbackSink<Value>) -> Targets {
+        var calls = calls
         calls.append(Entry(id: sink.id, call: sink.call))
-        if sink.timestamped { timestamped += 1 }
+        return Targets(calls: calls, replaying: replaying, streams: streams,
+                       timestamped: timestamped + (sink.timestamped ? 1 : 0))
     }
 
     /// An observer: a live call like a callback subscriber's, never replayed to, never timed.
     @inlinable
-    func add(observer id: SubscriberID, call: @escaping @Sendable (Value) -> Void) {
+    func adding(observer id: SubscriberID, call: @escaping @Sendable (Value) -> Void) -> Targets {
+        var calls = calls
         calls.append(Entry(id: id, call: call))
+        return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
     }
 
     @inlinable
-    func add(replaying sink: CallbackSink<Value>) {
+    func adding(replaying sink: CallbackSink<Value>) -> Targets {
+        var replaying = replaying
         replaying.append(sink)
-        if sink.timestamped { timestamped += 1 }
+        return Targets(calls: calls, replaying: replaying, streams: streams,
+                       timestamped: timestamped + (sink.timestamped ? 1 : 0))
     }
 
     @inlinable
-    func add(stream buffer: StreamBuffer<Value>) {
+    func adding(stream buffer: StreamBuffer<Value>) -> Targets {
+        var streams = streams
         streams.append(buffer)
-        timestamped += 1
-    }
-
-    /// Whether `sink` is in the replaying list (then ``promote(_:)`` moves it).
-    @inlinable
-    func isReplaying(_ sink: CallbackSink<Value>) -> Bool {
-        replaying.contains { $0 === sink }
+        return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped + 1)
     }
 
     /// The sink moves from the replaying list to the live calls.
     @inlinable
-    func promote(_ sink: CallbackSink<Value>) {
-        guard let index = replaying.firstIndex(where: { $0 === sink }) else { return }
+    func promoting(_ sink: CallbackSink<Value>) -> Targets {
+        guard let index = replaying.firstIndex(where: { $0 === sink }) else { return self }
+        var replaying = replaying
         replaying.remove(at: index)
+        var calls = calls
         calls.append(Entry(id: sink.id, call: sink.call))
-    }
-
-    /// Whether a subscriber with `id` is among the targets (then ``remove(_:timestamped:)`` removes it).
-    @inlinable
-    func contains(_ id: SubscriberID) -> Bool {
-        calls.contains { $0.id == id } || replaying.contains { $0.id == id } || streams.contains { $0.id == id }
+        return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
     }
 
     @inlinable
-    func remove(_ id: SubscriberID, timestamped wasTimestamped: Bool) {
+    func removing(_ id: SubscriberID, timestamped wasTimestamped: Bool) -> Targets {
+        let timestamped = timestamped - (wasTimestamped ? 1 : 0)
         if let index = calls.firstIndex(where: { $0.id == id }) {
+            var calls = calls
             calls.remove(at: index)
-        } else if let index = replaying.firstIndex(where: { $0.id == id }) {
-            replaying.remove(at: index)
-        } else if let index = streams.firstIndex(where: { $0.id == id }) {
-            streams.remove(at: index)
-        } else {
-            return
+            return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
         }
-        if wasTimestamped { timestamped -= 1 }
+        if let index = replaying.firstIndex(where: { $0.id == id }) {
+            var replaying = replaying
+            replaying.remove(at: index)
+            return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
+        }
+        if let index = streams.firstIndex(where: { $0.id == id }) {
+            var streams = streams
+            streams.remove(at: index)
+            return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
+        }
+        return self
     }
 }
 
@@ -119,14 +114,6 @@ final class Delivery<Value: Sendable>: DeliveryControl {
 
         @inlinable
         init() {}
-
-        /// Changes the targets in place, or a copy of them while a send holds them (it took its
-        /// reference under the lock, so under the lock a unique reference means no send holds it).
-        @inlinable
-        mutating func changeTargets(_ change: (Targets<Value>) -> Void) {
-            if !isKnownUniquelyReferenced(&targets) { targets = targets.copy() }
-            change(targets)
-        }
     }
 
     @usableFromInline let state = Lock(State())
@@ -173,10 +160,10 @@ final class Delivery<Value: Sendable>: DeliveryControl {
         state.withLock { state in
             guard let replayed = replayable(state) else {
                 sink.goLive()
-                state.changeTargets { $0.add(live: sink) }
+                state.targets = state.targets.adding(live: sink)
                 return nil
             }
-            state.changeTargets { $0.add(replaying: sink) }
+            state.targets = state.targets.adding(replaying: sink)
             return replayed
         }
     }
@@ -190,7 +177,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
             if let replayed = replayable(state) {
                 buffer.push(replayed.value, at: state.latestAt)
             }
-            state.changeTargets { $0.add(stream: buffer) }
+            state.targets = state.targets.adding(stream: buffer)
         }
     }
 
@@ -203,7 +190,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
             let pending = state.withLock { state -> [Value] in
                 // Takes the sink's lock under this one (lock order: see SignalCore.locked).
                 let (pending, live) = sink.takeStashOrGoLive()
-                if live, state.targets.isReplaying(sink) { state.changeTargets { $0.promote(sink) } }
+                if live { state.targets = state.targets.promoting(sink) }
                 return pending
             }
             if pending.isEmpty { return }
@@ -214,16 +201,12 @@ final class Delivery<Value: Sendable>: DeliveryControl {
     /// Registers an observer: it gets the values sent from now on, none replayed.
     func addObserver(_ id: SubscriberID, call: @escaping @Sendable (Value) -> Void) {
         // Called under the core's lock (lock order: see SignalCore.locked).
-        state.withLock { $0.changeTargets { $0.add(observer: id, call: call) } }
+        state.withLock { $0.targets = $0.targets.adding(observer: id, call: call) }
     }
 
     @inlinable
     func remove(_ id: SubscriberID, timestamped: Bool) {
-        state.withLock { state in
-            // Nothing to copy when the subscriber is already gone (a second end, a failed start).
-            guard state.targets.contains(id) else { return }
-            state.changeTargets { $0.remove(id, timestamped: timestamped) }
-        }
+        state.withLock { $0.targets = $0.targets.removing(id, timestamped: timestamped) }
     }
 
     @inlinable
