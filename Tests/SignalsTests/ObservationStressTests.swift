@@ -18,20 +18,7 @@ struct ObservationStressTests {
     static let actors = 3
 
     @Test func observersNeverCountAndSeeWhatSubscribersSee() async throws {
-        let shared = SharedProgress()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 {
-                group.addTask {
-                    while true {
-                        let seed = shared.next.add(1, ordering: .relaxed).oldValue
-                        guard seed < Self.schedules else { return }
-                        let found = await Self.run(seed: UInt64(seed))
-                        if !found.isEmpty { shared.violations.withLock { $0 += found.map { "seed \(seed): \($0)" } } }
-                    }
-                }
-            }
-        }
-        let found = shared.violations.withLock { $0 }
+        let found = await runSchedules(Self.schedules) { await Self.run(seed: $0) }
         #expect(found.isEmpty, "\(found.count) violations, first: \(found.prefix(5))")
     }
 

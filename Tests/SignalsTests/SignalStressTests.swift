@@ -16,21 +16,7 @@ struct SignalStressTests {
     static let actors = 3
 
     @Test func randomSchedulesKeepTheInvariants() async throws {
-        let shared = SharedProgress()
-        // Two schedules at a time per core keeps both cores busy with interleavings.
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<4 {
-                group.addTask {
-                    while true {
-                        let seed = shared.next.add(1, ordering: .relaxed).oldValue
-                        guard seed < Self.schedules else { return }
-                        let found = await Self.run(seed: UInt64(seed))
-                        if !found.isEmpty { shared.violations.withLock { $0 += found.map { "seed \(seed): \($0)" } } }
-                    }
-                }
-            }
-        }
-        let found = shared.violations.withLock { $0 }
+        let found = await runSchedules(Self.schedules) { await Self.run(seed: $0) }
         #expect(found.isEmpty, "\(found.count) violations, first: \(found.prefix(5))")
     }
 
@@ -121,7 +107,27 @@ struct SignalStressTests {
     }
 }
 
-final class SharedProgress: Sendable {
+/// Runs seeds `0..<count` through `run`, four at a time (two schedules per core keeps both cores
+/// busy with interleavings), and returns every violation found, each prefixed with its seed.
+func runSchedules(_ count: Int, _ run: @escaping @Sendable (UInt64) async -> [String]) async -> [String] {
+    let shared = SharedProgress()
+    await withTaskGroup(of: Void.self) { group in
+        for _ in 0..<4 {
+            group.addTask {
+                while true {
+                    let seed = shared.next.add(1, ordering: .relaxed).oldValue
+                    guard seed < count else { return }
+                    let found = await run(UInt64(seed))
+                    if !found.isEmpty { shared.violations.withLock { $0 += found.map { "seed \(seed): \($0)" } } }
+                }
+            }
+        }
+    }
+    return shared.violations.withLock { $0 }
+}
+
+/// The seed counter and the violations of ``runSchedules(_:_:)``'s tasks.
+private final class SharedProgress: Sendable {
     let next = Atomic<Int>(0)
     let violations = Lock<[String]>([])
 }
