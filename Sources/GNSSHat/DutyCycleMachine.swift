@@ -48,8 +48,8 @@ public struct DutyCycleMachine: Sendable, Hashable {
     }
 
     public let interval: Duration
-    public let leadTime: Duration
-    public let budget: Duration
+    public private(set) var leadTime: Duration
+    public private(set) var budget: Duration
     /// The accuracy a fix must meet to end the acquisition early; nil: the first fix.
     public let accuracy: Double?
     public private(set) var phase: Phase?
@@ -59,6 +59,12 @@ public struct DutyCycleMachine: Sendable, Hashable {
         self.leadTime = leadTime
         self.budget = budget
         self.accuracy = accuracy
+    }
+
+    /// Takes a new lead time and budget (learned from measured starts) from the next cycle on.
+    public mutating func retime(leadTime: Duration, budget: Duration) {
+        self.leadTime = leadTime
+        self.budget = budget
     }
 
     public mutating func handle(_ event: Event) -> [Action] {

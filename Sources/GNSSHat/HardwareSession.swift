@@ -17,14 +17,20 @@ public struct ReceiverOptions: Sendable {
     /// Whether `events` also carries `.provisionalFix`: each epoch's fix as soon as it has a position,
     /// before the epoch ends (the service's `--early-position`). Costs one more fix per epoch.
     public var provisionalFixes: Bool
+    /// Where the aiding state is kept for a board whose power-off cuts the supply (see
+    /// ``aidingStateDirectory(option:isRoot:environment:)``); nil: nothing is saved, every start
+    /// after a cut is cold.
+    public var stateDirectory: String?
 
     public init(
-        linger: Duration? = nil, configure: Bool? = nil, period: Duration? = nil, provisionalFixes: Bool = false
+        linger: Duration? = nil, configure: Bool? = nil, period: Duration? = nil, provisionalFixes: Bool = false,
+        stateDirectory: String? = nil
     ) {
         self.linger = linger
         self.configure = configure
         self.period = period
         self.provisionalFixes = provisionalFixes
+        self.stateDirectory = stateDirectory
     }
 }
 
@@ -42,6 +48,8 @@ final class HardwareSession: Sendable {
     let period: Duration
     /// How received bytes are decoded (a new decoder for each power-on).
     let decoding: GNSSDecoder.Options
+    /// Where the aiding state lives (nil: none is kept).
+    let stateDirectory: String?
 
     private struct State {
         var emitter: SignalEmitter<ReceiverEvent>?
@@ -56,9 +64,19 @@ final class HardwareSession: Sendable {
                                  continuation: CheckedContinuation<Void, Never>)] = []
         /// The worker of the power sequence in progress (start, stop, or a BoardPower run).
         var sequence: ReceiverClock.Worker?
+        /// Whether each fix with a position goes to the plan (a duty cycle's acquisition).
+        var reportsFixes = false
+        /// The last position with its accuracy, for the aiding state.
+        var lastPosition: AidingState.Position?
     }
 
     private let state = Lock(State())
+    /// The power plan's state (see HardwareSession+Plan.swift).
+    let plan = Lock(PlanState())
+    /// The plan's jobs, run one at a time.
+    let planJobs: AsyncStream<PlanJob>.Continuation
+    private let planStream: AsyncStream<PlanJob>
+    let planObservers = PlanObservers()
     private let ppsThread = SerialThread(name: "gnss-pps")
     private let ppsControl = LoopControl()
     /// Wakes the PPS loop to stop, so it waits for edges with no time-out (no wake-ups between
@@ -76,6 +94,9 @@ final class HardwareSession: Sendable {
     ) async throws -> Message? {
         try await log.first(after: mark, within: timeout, as: state.withLock { $0.sequence }, where: matches)
     }
+
+    /// The power sequence's worker, while one runs.
+    var sequenceWorker: ReceiverClock.Worker? { state.withLock { $0.sequence } }
 
     /// Runs `body` as the power sequence: one worker on the session's record of its work, whose
     /// waits (``sleep(for:)``, ``firstMessage(after:within:where:)``) say the sequence waits for time.
@@ -100,6 +121,9 @@ final class HardwareSession: Sendable {
         self.configure = options.configure ?? board.configuration.enabled
         self.period = options.period ?? board.configuration.period
         self.decoding = GNSSDecoder.Options(provisionalFixes: options.provisionalFixes)
+        self.stateDirectory = options.stateDirectory
+        (planStream, planJobs) = AsyncStream.makeStream(of: PlanJob.self)
+        startPlanLoop(planStream)
     }
 
     // MARK: - Statistics
@@ -156,16 +180,42 @@ final class HardwareSession: Sendable {
 
     // MARK: - Start
 
-    /// The power-on sequence. Throws a `ReceiverError`; the signal then runs `stop()`, which
-    /// switches everything off whatever point this reached.
-    func start(_ emitter: SignalEmitter<ReceiverEvent>) async throws {
-        try await asSequence { try await powerOn(emitter) }
+    /// The signal's start: the plan for `demand`, which powers the receiver on. Throws a
+    /// `ReceiverError`; the signal then runs `stop()`, which switches everything off whatever point
+    /// this reached.
+    func start(_ emitter: SignalEmitter<ReceiverEvent>, demand: FixDemand?) async throws {
+        try await runPlanJob(.start(emitter, demand))
     }
 
-    private func powerOn(_ emitter: SignalEmitter<ReceiverEvent>) async throws {
+    /// The signal's re-plan: the aggregate demand changed while the session runs.
+    func replan(_ demand: FixDemand?) async {
+        try? await runPlanJob(.replan(demand))
+    }
+
+    /// The signal's stop: the plan ends and the receiver powers off.
+    func stop() async {
+        try? await runPlanJob(.stop)
+    }
+
+    /// Where events go while the signal runs (across a duty cycle's power cycles).
+    func setEmitter(_ emitter: SignalEmitter<ReceiverEvent>?) {
+        state.withLock { $0.emitter = emitter }
+    }
+
+    var emitter: SignalEmitter<ReceiverEvent>? { state.withLock { $0.emitter } }
+
+    /// Whether fixes go to the plan as they arrive.
+    func reportFixes(_ on: Bool) {
+        state.withLock { $0.reportsFixes = on }
+    }
+
+    var lastPosition: AidingState.Position? { state.withLock { $0.lastPosition } }
+
+    /// The power-on sequence (strategies, link, first frame, configuration, PPS), as part of the
+    /// plan's job. Throws a `ReceiverError`; `hardwareOff()` then switches everything off.
+    func hardwareOn() async throws {
         let now = clock.now()
         state.withLock { state in
-            state.emitter = emitter
             state.decoder = GNSSDecoder(options: decoding)
             state.poweredSince = now
             state.firstFixSeen = false
@@ -203,7 +253,7 @@ final class HardwareSession: Sendable {
                 let configurator = Configurator(session: self, transport: transport)
                 try await configurator.configure()
             }
-            startPPS(emitter)
+            if let emitter { startPPS(emitter) }
         } catch {
             updateStatistics { statistics in
                 statistics.failedPowerOns += 1
@@ -290,7 +340,7 @@ final class HardwareSession: Sendable {
     /// out as soon as the chunk is decoded (the service's TPV follows from a fix), before the session's
     /// own bookkeeping: its message log and the waiters on statistics.
     private func received(_ bytes: [UInt8]) {
-        let (emitter, outputs, messages, ready) = state.withLock { state in
+        let (emitter, outputs, messages, ready, report) = state.withLock { state in
             state.decoder.append(contentsOf: bytes)
             state.statistics.bytesReceived += bytes.count
             var outputs: [GNSSDecoder.Output] = []
@@ -306,10 +356,15 @@ final class HardwareSession: Sendable {
                 messages.append(owned)
                 outputs.append(.message(owned))
             }
-            return (state.emitter, outputs, messages, Self.readyWaiters(&state))
+            return (state.emitter, outputs, messages, Self.readyWaiters(&state), state.reportsFixes)
         }
         if let emitter {
             for output in outputs { ReceiverEvent.forEach(of: output) { emitter.send($0) } }
+        }
+        if report {
+            for case .epoch(let epoch) in outputs {
+                if let fix = epoch.fix, fix.hasPosition { enqueuePlanJob { .fix(fix, $0) } }
+            }
         }
         log.record(messages)
         for waiter in ready { waiter.resume() }
@@ -331,6 +386,11 @@ final class HardwareSession: Sendable {
             state.statistics.epochs += 1
             guard let fix = epoch.fix, fix.hasPosition else { return }
             state.statistics.fixes += 1
+            if let latitude = fix.latitude, let longitude = fix.longitude {
+                state.lastPosition = AidingState.Position(
+                    latitude: latitude, longitude: longitude, altitude: fix.altitudeHAE ?? fix.altitudeMSL ?? 0,
+                    accuracy: fix.eph ?? 100)
+            }
             if !state.firstFixSeen, let since = state.poweredSince {
                 state.firstFixSeen = true
                 let count = state.statistics.timesToFirstFix.count
@@ -429,12 +489,8 @@ final class HardwareSession: Sendable {
 
     /// The power-off sequence: reading stops first (so nothing polls a receiver whose power is
     /// going), then every strategy's off action in reverse order (each tried even if an earlier
-    /// one failed), then the link closes. Never throws: failures are recorded.
-    func stop() async {
-        await asSequence { await powerOff() }
-    }
-
-    private func powerOff() async {
+    /// one failed), then the link closes. Never throws: failures are recorded. Part of the plan's job.
+    func hardwareOff() async {
         await ppsControl.stop(waking: { ppsWake?.wake() })
         let transport = state.withLock { $0.transport }
         await transport?.stopReading()
@@ -454,7 +510,7 @@ final class HardwareSession: Sendable {
         let now = clock.now()
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.transport = nil
-            state.emitter = nil
+            state.reportsFixes = false
             if let since = state.poweredSince {
                 state.statistics.timePowered += now - since
                 state.poweredSince = nil
@@ -477,6 +533,8 @@ final class HardwareSession: Sendable {
 
     /// Releases the lines (the Receiver shuts down).
     func release() {
+        planJobs.finish()
+        planObservers.finish()
         lines.releaseAll()
     }
 }

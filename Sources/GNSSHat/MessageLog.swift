@@ -11,10 +11,11 @@ import Signals
 /// a mark taken before the command it waits on was sent, so a reply that arrives before the
 /// waiter is registered is still found (the last 256 messages are kept).
 final class MessageLog: Sendable {
+    typealias Found = (sequence: UInt64, message: Message)
     private struct Waiter {
         var after: UInt64
         var matches: @Sendable (Message) -> Bool
-        var continuation: CheckedContinuation<Message?, any Error>
+        var continuation: CheckedContinuation<Found?, any Error>
         var timeout: Task<Void, Never>?
         /// Whose wait this is: set working again before the waiter is resumed.
         var worker: ReceiverClock.Worker
@@ -53,13 +54,13 @@ final class MessageLog: Sendable {
     /// has been read.
     func record(_ messages: [Message]) {
         guard !messages.isEmpty else { return }
-        let resumed = state.withLock { state -> [(Waiter, Message)] in
-            var resumed: [(Waiter, Message)] = []
+        let resumed = state.withLock { state -> [(Waiter, Found)] in
+            var resumed: [(Waiter, Found)] = []
             for message in messages {
                 state.sequence += 1
                 state.recent.append((state.sequence, message))
                 for (id, waiter) in state.waiters where waiter.after < state.sequence && waiter.matches(message) {
-                    resumed.append((waiter, message))
+                    resumed.append((waiter, (state.sequence, message)))
                     state.waiters[id] = nil
                 }
             }
@@ -96,6 +97,15 @@ final class MessageLog: Sendable {
         after mark: UInt64, within timeout: Duration, as worker: ReceiverClock.Worker? = nil,
         where matches: @escaping @Sendable (Message) -> Bool
     ) async throws -> Message? {
+        try await next(after: mark, within: timeout, as: worker, where: matches)?.message
+    }
+
+    /// Like ``first(after:within:as:where:)``, with the message's sequence number: a mark to wait
+    /// for the message after it (a sequence of replies, read one by one).
+    func next(
+        after mark: UInt64, within timeout: Duration, as worker: ReceiverClock.Worker? = nil,
+        where matches: @escaping @Sendable (Message) -> Bool
+    ) async throws -> (sequence: UInt64, message: Message)? {
         let deadline = clock.now() + timeout
         let waiting = worker ?? clock.beginWork()
         clock.wait(waiting, until: deadline)
@@ -104,11 +114,11 @@ final class MessageLog: Sendable {
             state.nextWaiter += 1
             return state.nextWaiter
         }
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Message?, any Error>) in
-            let early = state.withLock { state -> Result<Message?, any Error>? in
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Found?, any Error>) in
+            let early = state.withLock { state -> Result<Found?, any Error>? in
                 if let error = state.closed { return .failure(error) }
                 if let found = state.recent.first(where: { $0.sequence > mark && matches($0.message) }) {
-                    return .success(found.message)
+                    return .success(found)
                 }
                 state.waiters[id] = Waiter(after: mark, matches: matches, continuation: continuation, worker: waiting)
                 return nil

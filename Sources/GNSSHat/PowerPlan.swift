@@ -143,3 +143,90 @@ public struct PowerPlanChoice: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(plan): \(reason)" }
 }
+
+/// The power plan a Receiver follows now, why, and what the receiver does under it.
+public struct PowerPlanStatus: Sendable, Hashable, CustomStringConvertible {
+    /// What the receiver does under the plan.
+    public enum Phase: Sendable, Hashable {
+        /// Powered off (nobody listens, or the plan has not powered it yet).
+        case off
+        /// Powered and tracking every epoch.
+        case on
+        /// Powered, in the receiver's own power save.
+        case powerSave(interval: Duration)
+        /// A duty cycle's power-on, looking for a fix since `since` (the receiver's clock).
+        case acquiring(since: Duration)
+        /// A duty cycle's pause: off until `until`, the power-on for the next fix.
+        case sleeping(until: Duration)
+    }
+
+    /// The plan, with the reason it was chosen and the energy of the plans considered.
+    public var choice: PowerPlanChoice
+    public var phase: Phase
+    /// The receiver's clock when this status was read (offsets as in `phase`).
+    public var now: Duration
+    /// The starts measured on this receiver (the duty cycle's lead time comes from them).
+    public var startTimes: StartTimeHistory
+    public var statistics: PowerPlanStatistics
+
+    public var plan: PowerPlan { choice.plan }
+
+    /// One line for a live view: "duty cycle, next fix in 7:12", "continuous", "receiver power save".
+    public var summary: String {
+        switch (plan, phase) {
+        case (.off, _): return "off"
+        case (.continuous, _): return "continuous"
+        case (.receiverPowerSave(let interval), _): return "receiver power save, a fix every \(Self.clock(interval))"
+        case (.dutyCycle, .sleeping(let until)):
+            return "duty cycle, next fix in \(Self.clock(max(until - now, .zero)))"
+        case (.dutyCycle, .acquiring(let since)):
+            return "duty cycle, looking for a fix for \(Self.clock(max(now - since, .zero)))"
+        case (.dutyCycle, _): return "duty cycle"
+        }
+    }
+
+    public var description: String { "\(summary) (\(choice.reason))" }
+
+    /// Minutes and seconds, "7:12"; hours when there are any, "1:02:03".
+    static func clock(_ duration: Duration) -> String {
+        let total = Int(duration.components.seconds)
+        let (hours, minutes, seconds) = (total / 3600, total / 60 % 60, total % 60)
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return hours > 0 ? "\(hours):\(two(minutes)):\(two(seconds))" : "\(minutes):\(two(seconds))"
+    }
+}
+
+/// Counters of a Receiver's power plans.
+public struct PowerPlanStatistics: Sendable, Hashable {
+    /// Time spent under each plan kind ("continuous", "receiver power save", "duty cycle").
+    public var timeInPlan: [String: Duration] = [:]
+    /// How often the plan changed.
+    public var changes = 0
+    /// Duty-cycle power-ons.
+    public var dutyCycles = 0
+    /// Fixes a duty cycle handed on (met the accuracy, or the best when the budget ran out).
+    public var scheduledFixes = 0
+    /// Duty-cycle power-ons that found no fix within the budget.
+    public var noFixes = 0
+    /// Times the receiver refused its power save (the plan then fell back).
+    public var powerSaveRefusals = 0
+    /// Aiding states written before a supply cut, and restored after a power-on.
+    public var aidingSaves = 0
+    public var aidingRestores = 0
+    /// Power-ons after a cut whose state file was missing, corrupt, foreign or stale.
+    public var aidingSkipped = 0
+
+    public init() {}
+
+    mutating func add(_ plan: PowerPlan, since: Duration, until: Duration) {
+        guard until > since else { return }
+        let name: String
+        switch plan {
+        case .off: return
+        case .continuous: name = "continuous"
+        case .receiverPowerSave: name = "receiver power save"
+        case .dutyCycle: name = "duty cycle"
+        }
+        timeInPlan[name, default: .zero] += until - since
+    }
+}

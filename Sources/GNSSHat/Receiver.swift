@@ -1,6 +1,7 @@
 // The Receiver: one hardware session shared by every subscriber of every view.
 public import GNSSProtocol
 public import Signals
+import LinuxSystem  // Lock
 
 /// A GNSS receiver on a hat, powered only while somebody listens.
 ///
@@ -11,6 +12,12 @@ public import Signals
 /// latest value to a new subscriber at once. Any failure (a busy GPIO line, a vanished device,
 /// a receiver that never answers) reaches every subscriber as a ``ReceiverError`` after the
 /// receiver has been switched off; the next subscriber starts afresh.
+///
+/// Subscribers may say how much they need: ``fixes(every:maximumAge:accuracy:)`` wants a fix every
+/// interval, and the receiver then spends only that (its own power save, or a duty cycle that
+/// powers it on ahead of each due fix and off as soon as a fix is good enough; see ``powerPlan``).
+/// Every other view (`events`, `fixes`, `sky`, `pps`, `messages`) counts as a continuous demand,
+/// so a plain subscriber overrides any schedule at once.
 ///
 /// The hardware comes from a ``HardwareProvider``: the system's (`.system`, the default) for boards
 /// on a UART or an I2C bus; GNSSHatSimulator's (`.simulated`) for the simulator boards.
@@ -27,6 +34,11 @@ public final class Receiver: ActivityReporting {
     public let board: Board
     /// The hardware the receiver runs on (a ``BoardHardware``, a simulated hat, ...).
     public let hardware: any ReceiverHardware
+    /// The base signal: every event, for subscriptions that carry a ``FixDemand`` (combined by
+    /// ``FixDemand/policy``). Its first subscriber powers the receiver on, its aggregate demand
+    /// chooses the power plan, its last subscriber powers it off after the linger. A subscription
+    /// without a demand counts only; use `events` for one that needs every epoch.
+    public let demandEvents: DemandSignal<ReceiverEvent, FixDemand>
     /// Every event of the hardware session (messages, epoch starts, provisional and complete fixes, sky
     /// views, PPS pulses, notices), decoded once for every view.
     public let events: RefCountedSignal<ReceiverEvent>
@@ -43,6 +55,8 @@ public final class Receiver: ActivityReporting {
     let session: HardwareSession
     /// Whether ``shutdown()`` ends the hardware too: it does when this receiver opened it.
     private let ownsHardware: Bool
+    /// The views made by ``fixes(for:)``, one per demand.
+    private let scheduledViews = Lock<[FixDemand: RefCountedSignal<Fix>]>([:])
 
     /// A receiver on `board`, on the hardware `provider` opens for it (the system's by default),
     /// with every timer (linger, time-outs, polling) on `clock`. The hardware ends with the
@@ -74,11 +88,16 @@ public final class Receiver: ActivityReporting {
             replay: .none,
             restart: .onNextSubscriber
         )
-        events = RefCountedSignal(configuration: configuration, clock: hardware.clock) { emitter in
-            try await session.start(emitter)
+        demandEvents = DemandSignal(
+            configuration: configuration, demand: FixDemand.policy, clock: hardware.clock
+        ) { emitter, demand in
+            try await session.start(emitter, demand: demand)
+        } replan: { demand in
+            await session.replan(demand)
         } stop: {
             await session.stop()
         }
+        events = demandEvents.withDemand(.continuous, configuration: SignalConfiguration(replay: .none)) { $0 }
         fixes = events.compactMap { event in
             if case .fix(let fix) = event { fix } else { nil }
         }
@@ -93,6 +112,57 @@ public final class Receiver: ActivityReporting {
         }
     }
 
+    /// Fixes for a subscriber that needs one at least every `interval` (no older than
+    /// `maximumAge`, at least as accurate as `accuracy` metres, gpsd's `eph`), and lets the receiver
+    /// save power in between: the first fix that meets the accuracy once one is due, then none until
+    /// the next is due. When a duty cycle's power-on finds no good enough fix within its budget, the
+    /// subscriber gets the best one it saw, or the error ``ReceiverError/noFix(after:accuracy:)``
+    /// (the subscription then ends; subscribe again for the next). Calls with the same demand share
+    /// one signal.
+    ///
+    /// ```swift
+    /// for try await fix in receiver.fixes(every: .seconds(600), accuracy: 10) {
+    ///     report(fix)                     // the receiver is off again until the next one is due
+    /// }
+    /// ```
+    public func fixes(every interval: Duration, maximumAge: Duration? = nil, accuracy: Double? = nil)
+        -> RefCountedSignal<Fix>
+    {
+        fixes(for: .every(interval, maximumAge: maximumAge, accuracy: accuracy))
+    }
+
+    /// The fixes a subscriber with `demand` gets: `fixes` itself for a continuous demand (every
+    /// epoch), else the schedule ``fixes(every:maximumAge:accuracy:)`` describes.
+    public func fixes(for demand: FixDemand) -> RefCountedSignal<Fix> {
+        guard let schedule = FixSchedule(demand: demand) else { return fixes }
+        return scheduledViews.withLock { views in
+            if let view = views[demand] { return view }
+            let rule = Lock(schedule)
+            let clock = session.clock
+            let view = demandEvents.withDemand(demand) { event -> Fix? in
+                switch event {
+                case .fix, .fixWindowClosed:
+                    let decision = rule.withLock { $0.handle(event, now: clock.now()) }
+                    switch decision {
+                    case .skip: return nil
+                    case .deliver(let fix): return fix
+                    case .noFix(let after): throw ReceiverError.noFix(after: after, accuracy: demand.horizontalAccuracy)
+                    }
+                default:
+                    return nil
+                }
+            }
+            views[demand] = view
+            return view
+        }
+    }
+
+    /// The power plan now, with the reason it was chosen and what the receiver does under it.
+    public var powerPlan: PowerPlanStatus { session.planStatus }
+
+    /// The power plan now, then every change, until the receiver shuts down.
+    public func powerPlans() -> AsyncStream<PowerPlanStatus> { session.planChanges() }
+
     /// How the receiver is reached now: its serial port and speed, or its I2C bus.
     public var link: HardwareLink { hardware.link }
 
@@ -101,11 +171,11 @@ public final class Receiver: ActivityReporting {
     public var devicePath: String { link.path }
 
     /// The power state now.
-    public var powerState: PowerState { PowerState(events.state) }
+    public var powerState: PowerState { PowerState(demandEvents.state) }
 
     /// The power state now, then every change, until the receiver shuts down.
     public func powerStates() -> AsyncStream<PowerState> {
-        let states = events.stateChanges()
+        let states = demandEvents.stateChanges()
         return AsyncStream { continuation in
             let task = Task {
                 var last: PowerState?
@@ -122,7 +192,7 @@ public final class Receiver: ActivityReporting {
 
     /// Suspends until the power state satisfies `condition` (the current state counts).
     public func waitForPower(_ condition: @escaping @Sendable (PowerState) -> Bool) async {
-        for await state in events.stateChanges() where condition(PowerState(state)) { return }
+        for await state in demandEvents.stateChanges() where condition(PowerState(state)) { return }
     }
 
     /// Whether the receiver has work in progress, for a driver of a manual clock: idle when its
@@ -137,27 +207,55 @@ public final class Receiver: ActivityReporting {
     /// session's changes and the signals' transitions.
     public var activity: Activity {
         let work = session.clock.work
-        let base = events.progress
-        let derived = [fixes.progress, sky.progress, pps.progress, messages.progress]
-        let changes = derived.reduce(work.changes &+ base.changes) { $0 &+ $1.changes }
-        return Activity(isIdle: Self.isIdle(work: work, base: base, derived: derived), changes: changes)
+        let tree = progressTree
+        let changes = tree.all.reduce(work.changes) { $0 &+ $1.changes }
+        return Activity(isIdle: Self.isIdle(work: work, tree: tree), changes: changes)
     }
 
-    private static func isIdle(work: ReceiverClock.Work, base: SignalProgress, derived: [SignalProgress]) -> Bool {
+    /// Every signal of the receiver, as the tree they form: the base, its children (`events`, the
+    /// scheduled views of ``fixes(for:)``) and `events`' own children (`fixes`, `sky`, `pps`,
+    /// `messages`).
+    private struct ProgressTree {
+        var base: SignalProgress
+        var events: SignalProgress
+        var views: [SignalProgress]
+        var eventViews: [SignalProgress]
+        var all: [SignalProgress] { [base, events] + views + eventViews }
+    }
+
+    private var progressTree: ProgressTree { progressTree(views: scheduledViews.withLock { Array($0.values) }) }
+
+    private func progressTree(views: [RefCountedSignal<Fix>]) -> ProgressTree {
+        ProgressTree(
+            base: demandEvents.progress, events: events.progress, views: views.map(\.progress),
+            eventViews: [fixes.progress, sky.progress, pps.progress, messages.progress])
+    }
+
+    private static func isIdle(work: ReceiverClock.Work, tree: ProgressTree) -> Bool {
         guard work.othersWait else { return false }
+        // A power sequence outside the base's hooks (a duty cycle's power-on or -off) works too.
+        if work.sequenceWaits == false { return false }
         // The base's hook is the session's power sequence: it works while the sequence does.
+        let base = tree.base
         let baseHookRuns = base.state == .starting || base.state == .stopping
         if baseHookRuns {
             guard work.sequenceWaits == true else { return false }
         } else if base.isPending {
             return false
         }
-        // A derived start waits for the base to run; while the base itself waits (its sequence, its
-        // minimum off time), so does it, once it has reached that wait.
-        let starting = derived.count { $0.state == .starting }
         let baseWaits = baseHookRuns || base.state == .waitingToStart
-        if starting > 0 && !(baseWaits && base.startsWaitingForRunning == starting) { return false }
-        return !derived.contains { $0.state != .starting && $0.isPending }
+        return childrenSettled(of: base, waiting: baseWaits, children: [tree.events] + tree.views)
+            && childrenSettled(of: tree.events, waiting: tree.events.state == .starting, children: tree.eventViews)
+    }
+
+    /// A derived start waits for its upstream to run; while the upstream itself waits (its
+    /// sequence, its minimum off time, its own upstream), so does it, once it has reached that wait.
+    private static func childrenSettled(of parent: SignalProgress, waiting: Bool, children: [SignalProgress])
+        -> Bool
+    {
+        let starting = children.count { $0.state == .starting }
+        if starting > 0 && !(waiting && parent.startsWaitingForRunning == starting) { return false }
+        return !children.contains { $0.state != .starting && $0.isPending }
     }
 
     /// Suspends until `activity.changes` is no longer `changes` (at once if it is not): a change of
@@ -165,30 +263,36 @@ public final class Receiver: ActivityReporting {
     /// cancelled.
     public func waitForActivity(after changes: UInt64) async {
         let work = session.clock.work
-        let progress = [events.progress, fixes.progress, sky.progress, pps.progress, messages.progress]
+        let views = scheduledViews.withLock { Array($0.values) }
+        let tree = progressTree(views: views)
+        let progress = tree.all
         guard progress.reduce(work.changes, { $0 &+ $1.changes }) == changes else { return }
         await withTaskGroup(of: Void.self) { group in
             let session = session
             group.addTask { await session.clock.waitForChange(after: work.changes) }
-            group.addTask { [events] in await events.waitForProgress(after: progress[0].changes) }
-            group.addTask { [fixes] in await fixes.waitForProgress(after: progress[1].changes) }
-            group.addTask { [sky] in await sky.waitForProgress(after: progress[2].changes) }
-            group.addTask { [pps] in await pps.waitForProgress(after: progress[3].changes) }
-            group.addTask { [messages] in await messages.waitForProgress(after: progress[4].changes) }
+            group.addTask { [demandEvents] in await demandEvents.waitForProgress(after: progress[0].changes) }
+            group.addTask { [events] in await events.waitForProgress(after: progress[1].changes) }
+            // The rest in the order of `ProgressTree.all`: the scheduled views, then events' own.
+            for (index, signal) in (views + [fixes]).enumerated() {
+                group.addTask { await signal.waitForProgress(after: progress[2 + index].changes) }
+            }
+            let offset = 2 + views.count
+            group.addTask { [sky] in await sky.waitForProgress(after: progress[offset + 1].changes) }
+            group.addTask { [pps] in await pps.waitForProgress(after: progress[offset + 2].changes) }
+            group.addTask { [messages] in await messages.waitForProgress(after: progress[offset + 3].changes) }
             await group.next()
             group.cancelAll()
         }
     }
 
     /// How long until the earliest deadline the receiver waits for: one of its session's waits (a
-    /// power sequence's pause or time-out, a request's time-out, the DDC poller's next poll) or a
-    /// signal's timer (a linger, the minimum off time); nil when it waits for nothing timed. A
-    /// driver of a manual clock moves time no further than this (a waiting task may not be asleep
-    /// on the clock yet).
+    /// power sequence's pause or time-out, a request's time-out, the DDC poller's next poll, a duty
+    /// cycle's next power-on) or a signal's timer (a linger, the minimum off time); nil when it
+    /// waits for nothing timed. A driver of a manual clock moves time no further than this (a
+    /// waiting task may not be asleep on the clock yet).
     public var timeToNextDeadline: Duration? {
         let session = session.clock.work.nextDeadline.map { max($0 - self.session.clock.now(), .zero) }
-        let timers = [events.progress, fixes.progress, sky.progress, pps.progress, messages.progress]
-            .compactMap(\.timeToTimer)
+        let timers = progressTree.all.compactMap(\.timeToTimer)
         return (timers + [session].compactMap { $0 }).min()
     }
 
@@ -207,11 +311,13 @@ public final class Receiver: ActivityReporting {
     /// `SignalError.shutDown`; releases the GPIO lines. Hardware this receiver opened itself (through
     /// a provider) ends too.
     public func shutdown() async {
+        for view in scheduledViews.withLock({ Array($0.values) }) { await view.shutdown() }
         await fixes.shutdown()
         await sky.shutdown()
         await pps.shutdown()
         await messages.shutdown()
         await events.shutdown()
+        await demandEvents.shutdown()
         session.release()
         if ownsHardware { await hardware.shutdown() }
     }

@@ -19,6 +19,10 @@ public enum ReceiverError: Error, Sendable, CustomStringConvertible {
     case configurationTimedOut(command: String, attempts: Int)
     /// A command was addressed to the receiver while no session ran (nobody subscribed).
     case notRunning
+    /// A duty cycle's power-on found no fix at all within its time budget (`after`); `accuracy`
+    /// is what the subscriber asked for. The receiver is off again; the next fix is due one
+    /// interval later, for a subscriber that subscribes again.
+    case noFix(after: Duration, accuracy: Double?)
 
     public var description: String {
         switch self {
@@ -39,6 +43,9 @@ public enum ReceiverError: Error, Sendable, CustomStringConvertible {
                 + " (set configuration.enabled to false for a read-only receiver)"
         case .notRunning:
             "the receiver is not running (no session: subscribe first)"
+        case .noFix(let after, let accuracy):
+            "no fix within \(Self.seconds(after))" + (accuracy.map { " (wanted \($0) m or better)" } ?? "")
+                + " (is the antenna outside, with a view of the sky?)"
         }
     }
 

@@ -24,6 +24,11 @@ public enum ReceiverEvent: Sendable {
     case pps(PPSPulse)
     /// Something a user should know that is not an error, e.g. the speed the receiver was found at.
     case notice(String)
+    /// A duty cycle's power-on ran out of its time budget (`after` since the power-on) before a fix
+    /// met the accuracy asked for: `best` is the most accurate fix it saw (nil: none at all). The
+    /// receiver powers off; ``Receiver/fixes(every:maximumAge:accuracy:)`` hands `best` on, or fails
+    /// with ``ReceiverError/noFix(after:accuracy:)``.
+    case fixWindowClosed(best: Fix?, after: Duration)
 }
 
 extension ReceiverEvent {

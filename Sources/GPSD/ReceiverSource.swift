@@ -125,7 +125,7 @@ struct ReportEncoder {
             let clock = pulse.systemTime(wallNow: now, monotonicNow: monotonicNow)
             let real = (clock + 500_000_000) / 1_000_000_000 * 1_000_000_000
             return Reports(.pulse(TimeOffset(real: real, clock: clock)))
-        case .notice:
+        case .notice, .fixWindowClosed:
             return Reports()
         }
     }

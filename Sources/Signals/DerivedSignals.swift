@@ -82,3 +82,61 @@ extension DemandSignal {
         )
     }
 }
+
+extension DemandSignal {
+    /// A count-only view of this signal whose every run subscribes this signal with one fixed
+    /// `demand`: for subscribers that do not say their demand but imply one (a plain subscriber
+    /// that needs every value, say), or a view made for one demand. Its subscribers are counted as
+    /// in any ``RefCountedSignal``; while it has any, this signal counts it as one subscription
+    /// carrying `demand`. Otherwise it is a derived signal as ``map(configuration:_:)`` describes:
+    /// it starts when this signal runs, fails when this signal fails, keeps its own latest value.
+    ///
+    /// `transform` may keep state across values (it is called once per value, in the producer's
+    /// context, never for an observer; a producer that sends from several threads calls it from
+    /// them, so guard that state with a lock) and may throw: the view then fails with that error,
+    /// its subscribers get it, and this signal is released; the next subscriber starts the view
+    /// afresh. An observer of the view sees the values the view delivers while it runs.
+    public func withDemand<T: Sendable>(
+        _ demand: Demand,
+        configuration: SignalConfiguration = SignalConfiguration(),
+        _ transform: @escaping @Sendable (Value) throws -> T?
+    ) -> RefCountedSignal<T> {
+        let upstream = Lock<SignalToken?>(nil)
+        let fixed = AnyDemand(demand)
+        return RefCountedSignal<T>(
+            configuration: configuration,
+            signalClock: core.clock,
+            policy: nil,
+            start: { [self] emitter, _ in
+                let (token, id) = subscribeCallback(
+                    demand: fixed,
+                    call: { value in
+                        do {
+                            if let transformed = try transform(value) { emitter.send(transformed) }
+                        } catch {
+                            emitter.fail(error)
+                        }
+                    },
+                    callSample: nil,
+                    onCompletion: { completion in
+                        if case let .failure(error) = completion { emitter.fail(error) }
+                    }
+                )
+                let previous = upstream.withLock { slot -> SignalToken? in
+                    defer { slot = token }
+                    return slot
+                }
+                previous?.cancel()
+                try await core.waitUntilRunning(id)
+            },
+            replan: { _ in },
+            stop: {
+                let token = upstream.withLock { token -> SignalToken? in
+                    defer { token = nil }
+                    return token
+                }
+                token?.cancel()
+            }
+        )
+    }
+}

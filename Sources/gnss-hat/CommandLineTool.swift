@@ -48,7 +48,7 @@ struct CommandFailure: Error, CustomStringConvertible {
         case let receiver as ReceiverError:
             switch receiver {
             case .gpio, .link, .deviceGone, .noResponse: return .hardwareUnavailable
-            case .configurationRejected, .configurationTimedOut, .notRunning: return .failure
+            case .configurationRejected, .configurationTimedOut, .notRunning, .noFix: return .failure
             }
         case is FileError: return .failure
         case is any HardwareFault: return .hardwareUnavailable
