@@ -238,8 +238,9 @@ public final class Receiver: ActivityReporting {
         // The base's hook is the session's power sequence: it works while the sequence does.
         let base = tree.base
         let baseHookRuns = base.state == .starting || base.state == .stopping
-        if baseHookRuns {
-            guard work.sequenceWaits == true else { return false }
+        if baseHookRuns || base.isReplanning {
+            // A re-plan is a job of the session's too; a timer due meanwhile is work all the same.
+            guard work.sequenceWaits == true, !(base.isReplanning && base.timeToTimer == .zero) else { return false }
         } else if base.isPending {
             return false
         }

@@ -268,6 +268,7 @@ final class SignalCore: Sendable {
             }
             let timer = state.machine.timerArmed ? state.timerDeadline.map { max($0 - now, .zero) } : nil
             return SignalProgress(state: state.machine.state, isPending: pending,
+                                  isReplanning: state.machine.replanning != nil,
                                   startsWaitingForRunning: state.runningWaiters.count, timeToTimer: timer,
                                   changes: state.changes)
         }
@@ -339,7 +340,14 @@ final class SignalCore: Sendable {
 
     private func transition(_ event: (inout Machine, Duration) -> Machine.Actions) {
         let now = clock.now()
-        let steps = locked.withLock { state in resolve(event(&state.machine, now), in: &state) }
+        let steps = locked.withLock { state in
+            let replanning = state.machine.replanning
+            let steps = resolve(event(&state.machine, now), in: &state)
+            // A re-plan that ends with nothing more to do changes no state, but it is progress
+            // (``SignalProgress/isReplanning``) a driver waits for.
+            if state.machine.replanning != replanning && steps.isEmpty { state.changes &+= 1 }
+            return steps
+        }
         // Hooks and timers end here even when they change nothing visible (a stale timer, a
         // start nobody waits for): wake whoever waits for the signal to settle either way.
         performThenWake(steps)

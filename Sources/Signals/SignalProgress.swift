@@ -8,6 +8,9 @@ package struct SignalProgress: Sendable, Equatable {
     /// A transition is still due: a hook in progress (start, re-plan, stop), or an armed timer
     /// whose deadline has passed but that has not acted yet.
     package var isPending: Bool
+    /// A re-plan hook is in progress (a producer whose re-plan is its own sequence of work, like
+    /// a start or a stop, is read as working while that sequence does).
+    package var isReplanning: Bool = false
     /// How many derived signals' starts wait for this signal to run (they wait, rather than work,
     /// while this signal waits).
     package var startsWaitingForRunning: Int

@@ -79,6 +79,24 @@ struct DemandSignalTests {
         _ = (first, second, third, fourth)
     }
 
+    @Test func aReplanThatEndsWithNothingMoreToDoStillCountsAsProgress() async throws {
+        let signal = producer.makeSignal(clock: clock)
+        let first = signal.hold(demand: 5)
+        await signal.waitForState(.running)
+        let gate = producer.gateNextReplan()
+        let second = signal.hold(demand: 9)
+        await gate.waitUntilReached()
+        let during = signal.progress
+        #expect(during.isReplanning)
+        gate.open()
+        // A driver waiting for the progress to change after `during` must be woken.
+        await signal.waitForProgress(after: during.changes)
+        await signal.waitUntilSettled()
+        #expect(!signal.progress.isReplanning)
+        #expect(signal.progress.changes != during.changes)
+        _ = (first, second)
+    }
+
     @Test func aStopWaitsForTheReplanInProgress() async throws {
         let signal = producer.makeSignal(clock: clock)
         let first = signal.hold(demand: 5)
