@@ -41,6 +41,20 @@ struct ReceiverMachine: Sendable {
     var commands: [String] = []
     var ppsSequence: UInt64 = 0
     var replayOffset = 0
+    /// When this start's first fix came (the accuracy improves from it); nil before it.
+    var firstFixAt: Duration?
+    // Aiding (ReceiverMachineAiding.swift).
+    /// Whether the receiver holds an almanac and position worth dumping (kept in backup RAM like the ephemeris).
+    var almanac = false
+    /// MGA-ACK for every aiding message (CFG-NAVX5 ackAiding, CFG-NAVSPG-ACKAIDING); lost at boot.
+    var ackAiding = false
+    /// What aiding arrived since this boot.
+    var aiding = AidingIntake()
+    var aidingCounts = SimulatedReceiver.AidingCounts()
+    var corruptNextDump = false
+    // Power save (ReceiverMachinePowerSave.swift).
+    var powerSave = PowerSaveConfiguration()
+    var refusePowerSave = false
 
     init(settings: SimulatedReceiver.Settings) {
         self.settings = settings
@@ -78,6 +92,10 @@ struct ReceiverMachine: Sendable {
         nmeaOutput = true
         mtkRates = PMTK.SentenceRates()
         period = settings.period
+        ackAiding = false
+        aiding = AidingIntake()
+        powerSave = PowerSaveConfiguration()
+        firstFixAt = nil
         intake.reset()
         bootUntil = now + settings.simulation.boot
         enter(.booting, now: now)
@@ -88,12 +106,17 @@ struct ReceiverMachine: Sendable {
         let hot = ephemerisUntil.map { now < $0 } ?? false
         starts.append(hot ? .hot : .cold)
         fixAt = now + (hot ? settings.simulation.hotStart : settings.simulation.coldStart)
+        firstFixAt = nil
         enter(.acquiring, now: now)
         nextEpoch = gridAfter(now)
     }
 
+    /// The main supply is cut: without a backup supply the ephemeris, almanac, time and position go too.
     mutating func powerLoss(now: Duration) {
-        if !settings.simulation.backupSupply { ephemerisUntil = nil }
+        if !settings.simulation.backupSupply {
+            ephemerisUntil = nil
+            almanac = false
+        }
         bootUntil = nil
         backupUntil = nil
         enter(.off, now: now)
@@ -125,7 +148,7 @@ struct ReceiverMachine: Sendable {
         guard asserted != standbyLine else { return }
         standbyLine = asserted
         guard mainPower, !reset else { return }
-        if asserted, mode == .acquiring || mode == .tracking {
+        if asserted, mode == .acquiring || mode == .tracking || mode == .powerSave {
             enter(.standby, now: now)
         } else if !asserted, mode == .standby {
             wakeFromStandby(now: now, output: &output)
@@ -151,8 +174,10 @@ struct ReceiverMachine: Sendable {
 
     // MARK: Time
 
+    /// The epoch after `time` on the grid of the output period (the power save's update period in power save).
     func gridAfter(_ time: Duration) -> Duration {
-        let periodNanos = max(period.clampedNanoseconds, 1_000_000)
+        let step = mode == .powerSave ? (powerSave.interval ?? period) : period
+        let periodNanos = max(step.clampedNanoseconds, 1_000_000)
         let nanos = time.clampedNanoseconds
         return .nanoseconds((nanos / periodNanos + 1) * periodNanos)
     }
@@ -160,7 +185,9 @@ struct ReceiverMachine: Sendable {
     func nextDeadline() -> Duration? {
         var candidates: [Duration] = []
         if mode == .booting, let bootUntil { candidates.append(bootUntil) }
-        if mode == .acquiring || mode == .tracking, let nextEpoch { candidates.append(nextEpoch) }
+        if mode == .acquiring || mode == .tracking || mode == .powerSave, let nextEpoch {
+            candidates.append(nextEpoch)
+        }
         if mode == .backup, let backupUntil { candidates.append(backupUntil) }
         return candidates.min()
     }
@@ -182,7 +209,8 @@ struct ReceiverMachine: Sendable {
             advance(to: now, output: &output)
             return
         }
-        guard mode == .acquiring || mode == .tracking, let due = nextEpoch, due <= now else { return }
+        guard mode == .acquiring || mode == .tracking || mode == .powerSave, let due = nextEpoch, due <= now
+        else { return }
         var epoch = due
         while gridAfter(epoch) <= now { epoch = gridAfter(epoch) }
         nextEpoch = gridAfter(epoch)
@@ -201,6 +229,8 @@ struct ReceiverMachine: Sendable {
         case .silent: silent = true
         case .rejectConfiguration: rejectConfiguration = true
         case .ignoreConfiguration: ignoreConfiguration = true
+        case .corruptDatabaseRecord: corruptNextDump = true
+        case .refusePowerSave: refusePowerSave = true
         }
     }
 
@@ -210,5 +240,7 @@ struct ReceiverMachine: Sendable {
         ignoreConfiguration = false
         corruptFrames = 0
         stallUntil = nil
+        corruptNextDump = false
+        refusePowerSave = false
     }
 }

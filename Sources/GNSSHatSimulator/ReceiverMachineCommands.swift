@@ -17,7 +17,8 @@ extension ReceiverMachine {
         case .standby:
             if !isUBlox, !standbyLine { wakeFromStandby(now: now, output: &output) }
             return
-        case .acquiring, .tracking, .gnssStopped:
+        case .acquiring, .tracking, .gnssStopped, .powerSave:
+            // In power save the first byte wakes the interface, and nothing is lost here.
             break
         }
         if silent { return }
@@ -58,14 +59,41 @@ extension ReceiverMachine {
             send(version.frame, now: now, output: &output)
         case .cfgValSet(let valset):
             commands.append("CFG-VALSET")
-            guard protocolVersion >= 27 else {
-                send(UBXAck(.cfgVALSET).nakFrame, now: now, output: &output)
+            let powerSaveKeys = valset.items.contains { Self.isPowerSaveKey($0.key) }
+            // A CFG-VALSET is applied whole or not at all: one refused key refuses it.
+            guard protocolVersion >= 27, !(powerSaveKeys && refusePowerSave) else {
+                if !ignoreConfiguration { send(UBXAck(.cfgVALSET).nakFrame, now: now, output: &output) }
                 return
             }
-            if !rejectConfiguration && !ignoreConfiguration {
+            let applied = !rejectConfiguration && !ignoreConfiguration
+            if applied {
                 for item in valset.items { apply(item) }
             }
             acknowledge(.cfgVALSET, now: now, output: &output)
+            if applied, powerSaveKeys { applyPowerSaveKeys(now: now) }
+        case .cfgNavX5(let navx5):
+            commands.append("CFG-NAVX5")
+            if !rejectConfiguration && !ignoreConfiguration, navx5.mask1 & UBXCfgNavX5.applyAckAiding != 0 {
+                ackAiding = navx5.ackAiding == 1
+            }
+            acknowledge(.cfgNAVX5, now: now, output: &output)
+        case .cfgPM2, .cfgRXM, .cfgPMS:
+            handlePowerSave(message, now: now, output: &output)
+        case .poll(.mgaDBD):
+            commands.append("MGA-DBD poll")
+            dumpDatabase(now: now, output: &output)
+        case .poll(.secUNIQID):
+            commands.append("SEC-UNIQID poll")
+            sendUniqueID(now: now, output: &output)
+        case .mgaIniTimeUTC(let time):
+            commands.append("MGA-INI-TIME_UTC")
+            receiveTimeAiding(time, now: now, output: &output)
+        case .mgaIniPosLLH(let position):
+            commands.append("MGA-INI-POS_LLH")
+            receivePositionAiding(position, now: now, output: &output)
+        case .mgaDBD(let record):
+            commands.append("MGA-DBD")
+            receiveRecord(record, now: now, output: &output)
         case .cfgMsg(let msg):
             commands.append("CFG-MSG \(msg.message)")
             if !rejectConfiguration && !ignoreConfiguration {
@@ -86,11 +114,14 @@ extension ReceiverMachine {
             commands.append("CFG-RST \(rst.resetMode)")
             switch rst.resetMode {
             case 0x08:
-                if mode == .acquiring || mode == .tracking { enter(.gnssStopped, now: now) }
+                if mode == .acquiring || mode == .tracking || mode == .powerSave { enter(.gnssStopped, now: now) }
             case 0x09:
                 if mode == .gnssStopped { resume(now: now) }
             default:
-                if rst.navBbrMask == 0xFFFF { ephemerisUntil = nil }
+                if rst.navBbrMask == 0xFFFF {
+                    ephemerisUntil = nil
+                    almanac = false
+                }
                 boot(now: now)
             }
         case .rxmPMREQ(let request):
@@ -114,6 +145,9 @@ extension ReceiverMachine {
         case 0x2091_0006, 0x2091_0007: setUBXOutput(.navPVT, item.value > 0)
         case 0x2091_0015, 0x2091_0016: setUBXOutput(.navSAT, item.value > 0)
         case 0x2091_005B, 0x2091_005C: setUBXOutput(.navTimeUTC, item.value > 0)
+        case UBXConfigItem.navspgAckAiding: ackAiding = item.value != 0
+        case UBXConfigItem.pmOperateMode: powerSave.operateMode = item.value
+        case UBXConfigItem.pmPosUpdatePeriod: powerSave.positionUpdatePeriod = item.value
         default: return
         }
     }
@@ -147,11 +181,15 @@ extension ReceiverMachine {
         case 161:
             ack(3)
             enter(.standby, now: now)
-        case 225:
-            ack(3)
-            if fields.first == "4" { enter(.perpetualBackup, now: now) }
+        case PMTKPeriodicMode.number:
+            handlePeriodicMode(message, now: now, output: &output)
+        case PMTKTimeAiding.number, PMTKPositionAiding.number:
+            receiveMTKAiding(message, now: now, output: &output)
         case 101, 102, 103:
-            if number == 103 { ephemerisUntil = nil }
+            if number == 103 {
+                ephemerisUntil = nil
+                almanac = false
+            }
             boot(now: now)
         case 605:
             send(PMTKMessage.firmware(release: "AXN_5.1.7_3333_19020118", buildID: "0027", model: settings.model,

@@ -73,6 +73,20 @@ extension ReceiverMachine {
         }
     }
 
+    /// The fix's horizontal accuracy (NAV-PVT hAcc, metres): a few metres at the first fix after a start
+    /// (hot and aided 4 m, cold 6 m, all within a "10 m" demand), improving linearly to 1.5 m over 10 s as
+    /// more satellites and measurements come in.
+    func horizontalAccuracy(at epoch: Duration) -> Double {
+        let floor = 1.5
+        let first: Double
+        switch starts.last {
+        case .hot?, .aided?: first = 4
+        case .cold?, .timeAided?, nil: first = 6
+        }
+        guard let since = firstFixAt.map({ SimulationMath.seconds(epoch - $0) }) else { return first }
+        return max(floor, first - (first - floor) * since / 10)
+    }
+
     mutating func sendEpoch(at epoch: Duration, output: inout ReceiverOutput) {
         if let replay = settings.replay, !replay.bytes.isEmpty {
             // A period's worth of the capture at its line speed, in a loop.
@@ -89,13 +103,22 @@ extension ReceiverMachine {
             return
         }
         let fixed = fixAt.map { epoch >= $0 } ?? false
-        if fixed, mode == .acquiring { enter(.tracking, now: epoch) }
-        if fixed { ephemerisUntil = epoch + settings.ephemerisLifetime }
+        if fixed, mode == .acquiring {
+            firstFixAt = epoch
+            // Power save switched on while acquiring takes over at the first fix.
+            enter(powerSave.interval == nil ? .tracking : .powerSave, now: epoch)
+            nextEpoch = gridAfter(epoch)
+        }
+        if fixed {
+            ephemerisUntil = epoch + settings.ephemerisLifetime
+            almanac = true
+        }
         let time = GNSSTime(nanosecondsSinceEpoch: settings.startTime.nanosecondsSinceEpoch
             + epoch.clampedNanoseconds)
         let satellites = satellites(at: epoch, tracking: fixed)
         let frames = isUBlox
-            ? SimulatedEpoch.ublox(time: time, position: fixed ? position(at: epoch) : nil, settings: settings,
+            ? SimulatedEpoch.ublox(time: time, position: fixed ? position(at: epoch) : nil,
+                                   accuracy: horizontalAccuracy(at: epoch), settings: settings,
                                    satellites: satellites, nmea: nmeaOutput, ubx: ubxOutput)
             : SimulatedEpoch.mtk(time: time, position: fixed ? position(at: epoch) : nil, settings: settings,
                                  satellites: satellites, rates: mtkRates)

@@ -22,8 +22,9 @@ enum SimulatedEpoch {
     static let geoidSeparation = 47.0
 
     static func ublox(
-        time: GNSSTime, position: (latitude: Double, longitude: Double)?, settings: SimulatedReceiver.Settings,
-        satellites: [SimulatedSatellite], nmea: Bool, ubx: Set<UBX.MessageID>
+        time: GNSSTime, position: (latitude: Double, longitude: Double)?, accuracy: Double = 1.5,
+        settings: SimulatedReceiver.Settings, satellites: [SimulatedSatellite], nmea: Bool,
+        ubx: Set<UBX.MessageID>
     ) -> [[UInt8]] {
         var frames: [[UInt8]] = []
         let simulation = settings.simulation
@@ -36,8 +37,8 @@ enum SimulatedEpoch {
                     iTOW: iTOW, time: time, fixType: 3, numSV: UInt8(used.count), latitude: position.latitude,
                     longitude: position.longitude, altitudeHAE: simulation.altitude + geoidSeparation,
                     altitudeMSL: simulation.altitude, groundSpeed: simulation.speed,
-                    headingOfMotion: simulation.course, horizontalAccuracy: 1.5, verticalAccuracy: 2.5,
-                    positionDOP: 1.4)
+                    headingOfMotion: simulation.course, horizontalAccuracy: accuracy,
+                    verticalAccuracy: accuracy * 5 / 3, positionDOP: 1.4)
             } else {
                 pvt = UBXNavPVT(
                     iTOW: iTOW, time: time, fixType: 0, numSV: 0, latitude: 0, longitude: 0, altitudeHAE: 0,

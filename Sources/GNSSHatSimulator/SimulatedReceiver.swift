@@ -1,5 +1,6 @@
 // A virtual receiver: a u-blox (UBX + NMEA) or an MTK (NMEA + PMTK) that boots when powered,
-// takes a cold or hot time to its first fix, follows a scripted trajectory, answers and obeys
+// takes a cold, hot or aided time to its first fix, dumps and takes back its navigation database, has a
+// power save of its own, follows a scripted trajectory, answers and obeys
 // configuration and power commands, and misbehaves on request. It writes its output to any
 // sink (a pseudo-terminal, an in-process link, a DDC simulator's control device) and takes
 // host bytes from whoever reads that sink. Every encoding is GNSSProtocol's.
@@ -51,8 +52,18 @@ public final class SimulatedReceiver: Sendable {
         }
     }
 
-    /// The starts so far, cold or hot, in order.
+    /// The starts so far, cold, hot or aided, in order.
     public var starts: [Start] { state.withLock { $0.starts } }
+
+    /// The aiding taken and the database dumps sent so far.
+    public var aidingReceived: AidingCounts { state.withLock { $0.aidingCounts } }
+
+    /// Whether the receiver acknowledges aiding messages with MGA-ACK now (CFG-NAVX5, CFG-NAVSPG-ACKAIDING).
+    public var acknowledgesAiding: Bool { state.withLock { $0.ackAiding } }
+
+    /// The update period of the receiver's own power save when it is switched on (it is in mode
+    /// ``Mode/powerSave`` from its first fix); nil in continuous operation.
+    public var powerSaveInterval: Duration? { state.withLock { $0.powerSave.interval } }
 
     /// Navigation epochs sent, and those with a fix.
     public var epochsSent: Int { state.withLock { $0.epochsSent } }

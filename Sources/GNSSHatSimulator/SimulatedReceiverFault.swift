@@ -15,5 +15,11 @@ extension SimulatedReceiver {
         case rejectConfiguration
         /// Never acknowledges configuration commands.
         case ignoreConfiguration
+        /// The next database dump (MGA-DBD poll) holds one record with bad contents, still in a valid UBX
+        /// frame; the receiver refuses that record (MGA-ACK type 0) when it is sent back.
+        case corruptDatabaseRecord
+        /// Refuses its own power save, as some MAX-M10S firmware does: ACK-NAK to CFG-PM2, CFG-RXM power save,
+        /// CFG-PMS and a CFG-VALSET with CFG-PM keys; `$PMTK001,225,1` to a periodic `$PMTK225`.
+        case refusePowerSave
     }
 }

@@ -19,6 +19,10 @@ extension SimulatedReceiver {
         case backup
         /// MTK perpetual backup (`$PMTK225,4`): silent until a FORCE_ON pulse.
         case perpetualBackup
+        /// The receiver's own power save after its first fix (u-blox CFG-RXM lpMode 1, CFG-PMS or CFG-PM-* keys,
+        /// MTK periodic `$PMTK225`): one fix per update period and nothing in between; draws the board's
+        /// power-save current on average.
+        case powerSave
 
         public var description: String { rawValue }
 
