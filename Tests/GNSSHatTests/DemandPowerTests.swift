@@ -148,6 +148,45 @@ struct DemandPowerTests {
         await rig.shutdown()
     }
 
+    @Test("a receiver that NAKs its power save: the plan falls back, says so, and the fixes keep coming")
+    func powerSaveRefused() async throws {
+        let rig = try Rig(connection: .inProcess)
+        rig.hat.receiver.inject(.refusePowerSave)
+        let notices = Lock<[String]>([])
+        // Every 4 s is too short for a duty cycle (a start is 1.3 s): the receiver's power save would do.
+        let fixes = rig.receiver.fixes(every: .seconds(4)).subscribe()
+        let noticesToken = rig.receiver.demandEvents.subscribe(onValue: { event in
+            if case .notice(let text) = event { notices.withLock { $0.append(text) } }
+        })
+        let iterator = FixIterator(fixes)
+        _ = try await rig.next(iterator)
+        _ = try await rig.next(iterator)
+        let status = rig.receiver.powerPlan
+        #expect(status.plan == .continuous, "\(status)")
+        #expect(status.statistics.powerSaveRefusals == 1)
+        #expect(status.choice.reason.contains("refused its power save"), "\(status.choice.reason)")
+        #expect(notices.withLock { $0 }.contains { $0.contains("refused its power save") }, "\(notices.withLock { $0 })")
+        #expect(rig.hat.receiver.powerSaveInterval == nil)
+        noticesToken.cancel()
+        fixes.cancel()
+        await rig.shutdown()
+    }
+
+    @Test("a receiver that takes its power save: the plan is the receiver's own, every 4 s")
+    func powerSaveAccepted() async throws {
+        let rig = try Rig(connection: .inProcess)
+        let fixes = rig.receiver.fixes(every: .seconds(4)).subscribe()
+        let iterator = FixIterator(fixes)
+        _ = try await rig.next(iterator)
+        try await rig.runUntilPlan { if case .powerSave = $0.phase { true } else { false } }
+        #expect(rig.receiver.powerPlan.plan == .receiverPowerSave(interval: .seconds(4)))
+        #expect(rig.hat.receiver.powerSaveInterval != nil)
+        _ = try await rig.next(iterator)
+        fixes.cancel()
+        try await rig.runUntil { $0 == .off }
+        await rig.shutdown()
+    }
+
     @Test("two schedules: the shorter interval plans, each subscriber gets its own")
     func twoSchedules() async throws {
         let rig = try Rig(connection: .inProcess)
@@ -253,8 +292,17 @@ struct AidingPowerOnTests {
         #expect(saved.position != nil)
         #expect(saved.identity.softwareVersion == Self.simulatedIdentity.softwareVersion)
 
+        await rig.driver.advance(by: .seconds(600))
         let (_, fixes) = try await rig.freshPosition()
         #expect(rig.receiver.powerPlan.statistics.aidingRestores == 1)
+        // Saved position, time (when this machine's clock is synchronised) and database: an aided start.
+        let expected: SimulatedReceiver.Start =
+            SystemClock.synchronisation().isSynchronised ? .aided : .cold
+        #expect(rig.hat.receiver.starts == [.cold, expected])
+        if expected == .aided {
+            let ttff = try #require(rig.receiver.statistics.lastTimeToFirstFix)
+            #expect(ttff <= .seconds(5), "aided time to first fix \(ttff)")
+        }
         fixes.cancel()
         await rig.shutdown()
     }
