@@ -97,7 +97,7 @@ public final class Receiver: ActivityReporting {
         } stop: {
             await session.stop()
         }
-        events = demandEvents.withDemand(.continuous, configuration: SignalConfiguration(replay: .none)) { $0 }
+        events = demandEvents.withDemand(.continuous, configuration: SignalConfiguration(replay: .none))
         fixes = events.compactMap { event in
             if case .fix(let fix) = event { fix } else { nil }
         }

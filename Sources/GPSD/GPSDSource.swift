@@ -119,6 +119,10 @@ public struct GPSDSource: Sendable {
     /// Stops the receiver at once (no linger) and waits until it is powered off: the service's last
     /// act before it exits.
     public var shutdown: @Sendable () async -> Void
+    /// For a client that watches with `"interval"` (GNSSHat's extension): the TPV reports of a fix
+    /// at least every interval, a signal whose subscription lets the receiver save power in between.
+    /// Nil: such a client watches `events` like any other.
+    public var scheduled: (@Sendable (Duration) -> RefCountedSignal<GPSDEvent>)?
     /// Whether any watcher wants `.sentence` and `.frame` events (the server updates it).
     public let passThroughDemand: PassThroughDemand
 

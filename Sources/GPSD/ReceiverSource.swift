@@ -38,7 +38,21 @@ extension GPSDSource {
             }
             token?.cancel()
         }
-        return GPSDSource(
+        // One signal per interval, shared by every client that watches with it.
+        let scheduledViews = Lock<[Duration: RefCountedSignal<GPSDEvent>]>([:])
+        let scheduled: @Sendable (Duration) -> RefCountedSignal<GPSDEvent> = { interval in
+            scheduledViews.withLock { views in
+                if let view = views[interval] { return view }
+                let view = receiver.fixes(every: interval).map { fix -> GPSDEvent in
+                    var buffer: [UInt8] = []
+                    GPSDReport.appendTPV(fix, device: path, to: &buffer)
+                    return .tpv(buffer)
+                }
+                views[interval] = view
+                return view
+            }
+        }
+        var source = GPSDSource(
             device: device,
             events: events,
             activity: {
@@ -62,6 +76,8 @@ extension GPSDSource {
             },
             passThroughDemand: demand
         )
+        source.scheduled = scheduled
+        return source
     }
 }
 

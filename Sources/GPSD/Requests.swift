@@ -155,6 +155,10 @@ public struct WatchPolicy: Equatable, Sendable {
     public var pps = false
     /// Watch only this device path (`nil`: every device).
     public var device: String?
+    /// GNSSHat's extension, `"interval":SECONDS`: the client needs a TPV at least this often, and
+    /// the receiver may save power in between (a duty cycle, its own power save); such a client gets
+    /// one TPV per interval and no SKY. `nil` (gpsd's behaviour): every epoch.
+    public var interval: Duration?
 
     public init() {}
 
@@ -170,6 +174,7 @@ public struct WatchPolicy: Equatable, Sendable {
         policy.split24 = false
         policy.pps = false
         policy.device = nil
+        policy.interval = nil
         for (name, value) in attributes {
             switch name {
             case "enable": policy.enable = try value.bool()
@@ -183,6 +188,10 @@ public struct WatchPolicy: Equatable, Sendable {
             case "device":
                 let path = try value.string()
                 policy.device = path.isEmpty ? nil : path
+            case "interval":
+                // 0 (or less): every epoch, as without it; at most a day.
+                let seconds = min(try value.double(), 86_400)
+                policy.interval = seconds.isFinite && seconds > 0 ? .milliseconds(Int64((seconds * 1000).rounded())) : nil
             case "remote", "class":
                 _ = value
             default:

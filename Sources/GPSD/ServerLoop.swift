@@ -17,6 +17,8 @@ final class Client {
     var session = ClientSession()
     /// The client's subscription of the source while it watches.
     var token: SignalToken?
+    /// The interval the subscription was made for (`?WATCH` "interval"; nil: every epoch).
+    var subscribedInterval: Duration?
     /// The subscription ended with an error; a new one is tried after a pause.
     var awaitsResubscription = false
     /// Registered for writability with the poller.
@@ -289,13 +291,21 @@ final class ServerLoop: @unchecked Sendable {
     /// go straight from the source's thread to the client's channel.
     private func updateSubscription(_ client: Client) {
         let wants = client.session.wantsSubscription && !stopping
+        let interval = server.source.scheduled == nil ? nil : client.session.policy.interval
+        // A new interval is a new subscription (its demand differs): the old one ends first.
+        if wants, let token = client.token, client.subscribedInterval != interval {
+            client.token = nil
+            token.cancel()
+        }
         if wants, client.token == nil, !client.awaitsResubscription {
             let inbox = server.inbox
             let memory = server.memory
             let channel = client.channel
             let id = client.id
             let path = device.path
-            client.token = server.source.events.subscribe(
+            let signal = interval.flatMap { server.source.scheduled?($0) } ?? server.source.events
+            client.subscribedInterval = interval
+            client.token = signal.subscribe(
                 onValue: { event in
                     memory.record(event)
                     switch channel.deliver(event, path: path) {

@@ -101,6 +101,26 @@ extension DemandSignal {
         configuration: SignalConfiguration = SignalConfiguration(),
         _ transform: @escaping @Sendable (Value) throws -> T?
     ) -> RefCountedSignal<T> {
+        demandView(demand, configuration: configuration, transform, observeUpstream: nil)
+    }
+
+    /// This signal's values as a count-only view whose runs subscribe this signal with `demand`
+    /// (see ``withDemand(_:configuration:_:)``). An observer of the view observes this signal: it
+    /// sees every value, whoever keeps the producer running.
+    public func withDemand(
+        _ demand: Demand, configuration: SignalConfiguration = SignalConfiguration()
+    ) -> RefCountedSignal<Value> {
+        demandView(demand, configuration: configuration, { $0 }, observeUpstream: { [self] onValue, onCompletion in
+            observe(onValue: onValue, onCompletion: onCompletion)
+        })
+    }
+
+    private func demandView<T: Sendable>(
+        _ demand: Demand,
+        configuration: SignalConfiguration,
+        _ transform: @escaping @Sendable (Value) throws -> T?,
+        observeUpstream: RefCountedSignal<T>.ObserveUpstream?
+    ) -> RefCountedSignal<T> {
         let upstream = Lock<SignalToken?>(nil)
         let fixed = AnyDemand(demand)
         return RefCountedSignal<T>(
@@ -136,7 +156,8 @@ extension DemandSignal {
                     return token
                 }
                 token?.cancel()
-            }
+            },
+            observeUpstream: observeUpstream
         )
     }
 }

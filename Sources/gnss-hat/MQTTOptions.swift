@@ -1,5 +1,6 @@
 // `gnss-hat serve --mqtt ...`: the fleet bridge's options, read into an MQTTBridgeConfiguration, and
 // where the service keeps its state (the journal of unsent fixes; issue 16's aiding state later).
+import GNSSHat
 import LinuxSystem
 import MQTT
 
@@ -12,7 +13,7 @@ enum MQTTOptions {
         .value("mqtt-device", "NAME", "the device name in topics (default: the host name)"),
         .value("mqtt-owntracks-user", "USER", "OwnTracks' user level, owntracks/USER/DEVICE (default: gnss-hat)"),
         .value("mqtt-every", "SECONDS", "power the receiver for a fix at least this often, 1 to 86400 (a tracker)"),
-        .value("state-dir", "DIR", "where the journal of unsent fixes is kept (default: see below)"),
+        .value("state-dir", "DIR", "where the aiding state and the MQTT journal are kept (default: see below)"),
     ]
 
     static let details = """
@@ -80,13 +81,6 @@ enum StateDirectory {
     static func resolve(
         _ option: String?, environment: (String) -> String?, isRoot: Bool
     ) -> String? {
-        if let option, !option.isEmpty { return option }
-        if let systemd = environment("STATE_DIRECTORY")?.split(separator: ":").first, !systemd.isEmpty {
-            return String(systemd)
-        }
-        if isRoot { return "/var/lib/gnss-hat" }
-        if let xdg = environment("XDG_STATE_HOME"), xdg.hasPrefix("/") { return xdg + "/gnss-hat" }
-        if let home = environment("HOME"), home.hasPrefix("/") { return home + "/.local/state/gnss-hat" }
-        return nil
+        aidingStateDirectory(option: option, isRoot: isRoot, environment: environment)
     }
 }

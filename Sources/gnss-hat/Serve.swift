@@ -80,8 +80,13 @@ enum ServeCommand: Subcommand {
         // --early-position: the receiver hands out each epoch's provisional fix, which the source reports.
         // The service runs in real time, so a simulated receiver tells the system's UTC (a chrony
         // fed from it must not be a fixed day off).
+        // The aiding state (a board whose power-off cuts the supply restarts aided, not cold).
+        let stateDirectory = StateDirectory.resolve(
+            arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
         let receiver = try Receiver(
-            board: board, options: ReceiverOptions(linger: linger, provisionalFixes: arguments.flag("early-position")),
+            board: board,
+            options: ReceiverOptions(
+                linger: linger, provisionalFixes: arguments.flag("early-position"), stateDirectory: stateDirectory),
             hardware: CommandHardware.providers(simulatedDayStartsNow: true))
         let source = GPSDSource.receiver(receiver)
         let server: GPSDServer

@@ -19,11 +19,18 @@ enum WatchCommand: Subcommand {
             .value("speed", "N", "run a simulated board's clock N times faster (1 to 1000; default 1, 5 with --demo)"),
             .flag("json", "JSON lines even on a terminal (POWER, CLIENT, NOTICE, ERROR, and gpsd's TPV and SKY)"),
             .flag("no-configure", "leave the receiver's configuration alone (read-only)"),
+            .value("every", "SECONDS", "a fix at least this often (1 to 86400), the receiver saving power in between"),
+            .value("accuracy", "METRES", "with --every: a fix this accurate (gpsd's eph) ends each power-on"),
+            .value("state-dir", "DIR", "where the aiding state is kept (default: $XDG_STATE_HOME/gnss-hat)"),
         ],
         details: """
+            With --every the receiver follows a power plan (shown as "plan"): its own power save, or a
+            duty cycle that powers it on in time for each fix and off once a fix is good enough; a board
+            whose power-off cuts the supply restarts aided from the state kept in DIR.
             examples:
               gnss-hat watch                                   the simulator, live
               gnss-hat watch --board uputronics-gps-rtc --json --duration 60
+              gnss-hat watch --every 600 --accuracy 10 --speed 100
             """
     )
 
@@ -33,12 +40,24 @@ enum WatchCommand: Subcommand {
         let speed = try arguments.number("speed", in: 1...1000)
         let demo = arguments.flag("demo")
         let board = try BoardChoice.load(arguments)
-        let receiverOptions = ReceiverOptions(linger: linger, configure: arguments.flag("no-configure") ? false : nil)
+        let every = try arguments.seconds("every")
+        if let every, every < .seconds(1) || every > .seconds(86_400) {
+            throw CommandFailure(.usage, "--every needs a number of seconds from 1 to 86400, "
+                + "not '\(arguments.value("every") ?? "")'")
+        }
+        let accuracy = try arguments.number("accuracy", in: 0.01...100_000)
+        if accuracy != nil && every == nil { throw CommandFailure(.usage, "--accuracy needs --every") }
+        let stateDirectory = StateDirectory.resolve(
+            arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
+        let receiverOptions = ReceiverOptions(
+            linger: linger, configure: arguments.flag("no-configure") ? false : nil, stateDirectory: stateDirectory)
         let hardware = CommandHardware.providers(simulatedDayStartsNow: true)
         let clock = try CommandHardware.clock(speed: speed, fallback: demo ? 5 : 1, board: board, providers: hardware)
         let receiver = try Receiver(board: board, options: receiverOptions, hardware: hardware, clock: clock)
         let json = arguments.flag("json") || !StandardStream.output.isTerminal
-        let session = WatchSession(receiver: receiver, board: board, clock: clock, json: json, demo: demo)
+        let demand = every.map { FixDemand.every($0, accuracy: accuracy) }
+        let session = WatchSession(
+            receiver: receiver, board: board, clock: clock, json: json, demo: demo, demand: demand)
         let failure = await session.run(duration: duration ?? (demo ? .seconds(105) : nil))
         await receiver.shutdown()
         if let failure { throw failure }
@@ -64,6 +83,7 @@ struct WatchState: Sendable {
     var failure: String?
     var error: ReceiverError?
     var failures = 0
+    var plan: PowerPlanStatus?
 }
 
 /// One run of the watch: the clients (one, or the demo's script), the power observer, the output.
@@ -73,15 +93,18 @@ final class WatchSession: Sendable {
     let clock: AcceleratedClock
     let json: Bool
     let demo: Bool
+    /// The watch's own demand (`--every`); nil: every epoch.
+    let demand: FixDemand?
     let state = Lock(WatchState())
     let tokens = Lock<[String: [SignalToken]]>([:])
 
-    init(receiver: Receiver, board: Board, clock: AcceleratedClock, json: Bool, demo: Bool) {
+    init(receiver: Receiver, board: Board, clock: AcceleratedClock, json: Bool, demo: Bool, demand: FixDemand?) {
         self.receiver = receiver
         self.board = board
         self.clock = clock
         self.json = json
         self.demo = demo
+        self.demand = demand
     }
 
     var now: Duration { clock.now.offset }
@@ -96,6 +119,8 @@ final class WatchSession: Sendable {
         let interruption = try? Interruption()
 
         let observer = Task { await observePower() }
+        let planObserver = Task { await observePlan() }
+        defer { planObserver.cancel() }
         if !json { Terminal.write(1, "\u{1B}[?25l") }
         defer { if !json { Terminal.write(1, "\u{1B}[?25h") } }
         let script = demo ? DemoScript.steps : [DemoScript.Step(at: .zero, client: "watch", join: true)]
@@ -133,6 +158,16 @@ final class WatchSession: Sendable {
         if json && demo { emit(["class": .text("CLIENT"), "client": .text(client), "action": .text("join")]) }
         let failed: @Sendable (SignalCompletion) -> Void = { [self] completion in
             guard case .failure(let error) = completion else { return }
+            // A duty cycle that found no fix: said, and the next one is waited for.
+            if case ReceiverError.noFix = error {
+                state.withLock { $0.notice = "\(error)" }
+                if json { emit(["class": .text("ERROR"), "client": .text(client), "message": .text("\(error)")]) }
+                Task { [self] in
+                    leave(client)
+                    join(client)
+                }
+                return
+            }
             state.withLock { state in
                 state.failure = "\(error)"
                 state.error = error as? ReceiverError
@@ -141,11 +176,15 @@ final class WatchSession: Sendable {
             }
             if json { emit(["class": .text("ERROR"), "client": .text(client), "message": .text("\(error)")]) }
         }
-        let fixes = receiver.fixes.subscribe(onValue: { [self] fix in
+        let fixes = receiver.fixes(for: demand ?? .continuous).subscribe(onValue: { [self] fix in
             state.withLock { $0.fix = fix }
             if json { Terminal.write(1, jsonLine(GPSDReport.tpv(fix, device: board.name))) }
         }, onCompletion: failed)
-        let sky = receiver.sky.subscribe(onValue: { [self] sky in
+        // The sky view is every epoch's: only a continuous watch asks for it (an observer does not count).
+        let skyView: @Sendable (@escaping @Sendable (SkyView) -> Void) -> SignalToken = { [receiver, demand] body in
+            demand == nil ? receiver.sky.subscribe(onValue: body, onCompletion: failed) : receiver.sky.observe(onValue: body)
+        }
+        let sky = skyView { [self] sky in
             // SKY lines are long: one when the counts change, else every tenth epoch.
             let report = state.withLock { state -> Bool in
                 let changed = state.sky.map {
@@ -156,8 +195,9 @@ final class WatchSession: Sendable {
                 return changed || state.skyCount % 10 == 0
             }
             if json && report { Terminal.write(1, jsonLine(GPSDReport.sky(sky, device: board.name))) }
-        }, onCompletion: failed)
-        let notices = receiver.events.subscribe(onValue: { [self] event in
+        }
+        // Notices by observation: they must not keep the receiver on.
+        let notices = receiver.events.observe(onValue: { [self] event in
             guard case .notice(let text) = event else { return }
             state.withLock { $0.notice = text }
             if json { emit(["class": .text("NOTICE"), "message": .text(text)]) }
@@ -174,6 +214,18 @@ final class WatchSession: Sendable {
         state.withLock { $0.clients.removeAll { $0 == client } }
         if json && demo && removed != nil {
             emit(["class": .text("CLIENT"), "client": .text(client), "action": .text("leave")])
+        }
+    }
+
+    /// Follows the power plan: the view's "plan" line, and a PLAN object in JSON when the plan changes.
+    func observePlan() async {
+        var last: PowerPlan?
+        for await status in receiver.powerPlans() {
+            state.withLock { $0.plan = status }
+            guard json, status.plan != last else { continue }
+            last = status.plan
+            emit(["class": .text("PLAN"), "plan": .text(status.summary), "message": .text(status.choice.reason),
+                  "time": .number(SimulatedSeconds.value(now))])
         }
     }
 
@@ -201,7 +253,7 @@ final class WatchSession: Sendable {
     }
 
     func emit(_ fields: [String: JSONField]) {
-        let order = ["class", "client", "action", "state", "time", "message"]
+        let order = ["class", "client", "action", "state", "plan", "time", "message"]
         let sorted = fields.sorted {
             (order.firstIndex(of: $0.key) ?? 99, $0.key) < (order.firstIndex(of: $1.key) ?? 99, $1.key)
         }
@@ -251,6 +303,9 @@ final class WatchSession: Sendable {
         power += "   power-ons \(statistics.powerOns), on \(seconds(statistics.timePowered)) in all"
         if let ttff = statistics.lastTimeToFirstFix { power += ", last TTFF \(seconds(ttff))" }
         lines.append(power)
+        if demand != nil || snapshot.plan.map({ $0.plan != .continuous && $0.plan != .off }) == true {
+            lines.append("plan     " + receiver.powerPlan.summary)
+        }
         lines.append("fix      " + describe(snapshot.fix))
         if let sky = snapshot.sky {
             let distinct = sky.distinctSatellites
