@@ -42,11 +42,10 @@ enum WatchCommand: Subcommand {
         let board = try BoardChoice.load(arguments)
         let every = try arguments.seconds("every")
         if let every, every < .seconds(1) || every > .seconds(86_400) {
-            throw CommandFailure(.usage, "--every needs a number of seconds from 1 to 86400, "
-                + "not '\(arguments.value("every") ?? "")'")
+            throw UsageError("--every needs a number of seconds from 1 to 86400, not '\(arguments.value("every") ?? "")'")
         }
         let accuracy = try arguments.number("accuracy", in: 0.01...100_000)
-        if accuracy != nil && every == nil { throw CommandFailure(.usage, "--accuracy needs --every") }
+        if accuracy != nil && every == nil { throw UsageError("--accuracy needs --every") }
         let stateDirectory = StateDirectory.resolve(
             arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
         let receiverOptions = ReceiverOptions(

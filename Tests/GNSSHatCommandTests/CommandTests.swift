@@ -35,6 +35,8 @@ struct CommandTests {
         (["power", "sideways"], "gnss-hat power: expected on, off or status, not 'sideways'"),
         (["boards", "extra"], "gnss-hat boards: unexpected argument 'extra'"),
         (["info", "--linger"], "gnss-hat info: --linger needs a value (SECONDS)"),
+        (["watch", "--every", "0"], "gnss-hat watch: --every needs a number of seconds from 1 to 86400, not '0'"),
+        (["watch", "--accuracy", "10"], "gnss-hat watch: --accuracy needs --every"),
     ])
     func usage(arguments: [String], line: String) throws {
         let result = try CommandRun.run(arguments)
@@ -59,6 +61,23 @@ struct CommandTests {
         #expect(listing.out.contains("simulator  [built-in]"))
         let simulateReal = try CommandRun.run(["simulate", "--board", "uputronics-gps-rtc"])
         #expect(simulateReal.status == 3 && simulateReal.err.contains("simulate needs a simulator board"))
+    }
+
+    @Test("watch --every: a duty cycle on the simulator, one TPV per interval, off in between (PLAN and POWER lines)")
+    func watchEvery() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-watch-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let result = try CommandRun.run([
+            "watch", "--json", "--every", "60", "--accuracy", "10", "--speed", "200", "--duration", "150",
+            "--state-dir", state,
+        ])
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.out.split(separator: "\n")
+        let fixes = lines.filter { $0.contains(#""class":"TPV""#) && $0.contains(#""mode":3"#) }
+        #expect((2...3).contains(fixes.count), "\(fixes.count) TPVs in 150 s at a fix every 60 s")
+        #expect(lines.contains { $0.contains(#""class":"PLAN","plan":"duty cycle""#) })
+        let powerOffs = lines.filter { $0.contains(#""class":"POWER""#) }
+        #expect(powerOffs.count >= 1)
     }
 
     @Test("boards: every built-in board with its chip, link and power strategies")

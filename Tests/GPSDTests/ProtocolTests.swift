@@ -166,6 +166,25 @@ struct WatchPolicyTests {
         }
     }
 
+    @Test("\"interval\" (GNSSHat's extension): kept, echoed, reset by a WATCH without it; unknown to gpsd's defaults")
+    func interval() throws {
+        func watch(_ json: String, from policy: WatchPolicy = WatchPolicy()) throws -> WatchPolicy {
+            guard case .watch(let attributes?) = try GPSDRequest.parse(Array(("?WATCH=" + json).utf8)[...]).get()
+            else { throw CancellationError() }
+            return try policy.applying(attributes)
+        }
+        let scheduled = try watch(#"{"enable":true,"json":true,"interval":600}"#)
+        #expect(scheduled.interval == .seconds(600))
+        #expect(text(GPSDResponse.watch(scheduled)).hasSuffix(#""pps":false,"interval":600}"# + "\r\n"))
+        #expect(try watch(#"{"interval":2.5}"#).interval == .milliseconds(2500))
+        #expect(try watch(#"{"interval":0}"#).interval == nil, "0: every epoch")
+        #expect(try watch(#"{"interval":1e9}"#).interval == .seconds(86_400), "at most a day")
+        let plain = try watch(#"{"enable":true,"json":true}"#, from: scheduled)
+        #expect(plain.interval == nil)
+        #expect(!text(GPSDResponse.watch(plain)).contains("interval"), "a client that never sends it sees gpsd's WATCH")
+        #expect(throws: RequestJSONError.quotedWhereNonString) { try watch(#"{"interval":"600"}"#) }
+    }
+
     @Test("a wrongly typed attribute changes nothing")
     func atomic() throws {
         let policy = WatchPolicy()

@@ -23,7 +23,7 @@ import TestSupport
         // Nobody asks: time passes and the receiver stays off; the bridge publishes nothing of a fix.
         await rig.driver.advance(by: .seconds(30))
         #expect(rig.receiver.powerState == .off)
-        #expect(rig.bridge.statistics.fixes == 0 && rig.receiver.fixes.subscriberCount == 0)
+        #expect(rig.bridge.statistics.fixes == 0 && rig.receiver.demandEvents.subscriberCount == 0)
         // A local watcher (as a gpsd client is) powers it; the bridge publishes what it produces.
         let local = rig.receiver.fixes.subscribe()
         try await rig.runUntilPositions(3)
@@ -93,14 +93,14 @@ import TestSupport
                                    rig.topics.demandPrefix + "phone", #"{"interval":600}"#])
         try await consumer.line(containing: "announced")
         try await rig.wait("the consumer") { $0.consumers == ["phone": ConsumerDemand(interval: 600)] }
-        #expect(rig.receiver.fixes.subscriberCount == 1)
+        #expect(rig.receiver.demandEvents.subscriberCount == 1)
         try await rig.runUntil { $0 == .on }
         try await rig.runUntilPositions(1)
 
         // SIGKILL: no DISCONNECT, so the broker publishes the consumer's will (an empty retained demand).
         consumer.stop(signal: SIGKILL)
         try await rig.wait("the consumer gone") { $0.consumers.isEmpty }
-        #expect(rig.receiver.fixes.subscriberCount == 0)
+        #expect(rig.receiver.demandEvents.subscriberCount == 0)
         #expect(rig.receiver.powerState == .lingering)
         await rig.driver.advance(by: .seconds(4))
         #expect(rig.receiver.powerState == .lingering, "off before the linger")
@@ -125,7 +125,7 @@ import TestSupport
             try await rig.wait("the \(names.count) consumers of round \(round)") { Set($0.consumers.keys) == names }
             // One claim per consumer, one subscription of the receiver per claim, nothing else.
             #expect(rig.bridge.statistics.claims == names.count, "round \(round)")
-            #expect(rig.receiver.fixes.subscriberCount == names.count, "round \(round)")
+            #expect(rig.receiver.demandEvents.subscriberCount == names.count, "round \(round)")
             if names.isEmpty {
                 try await rig.runUntil { $0 == .off }
             } else {
@@ -134,7 +134,7 @@ import TestSupport
             try crowd.send("next")
         }
         #expect(rig.bridge.statistics.consumers.isEmpty && rig.bridge.statistics.claims == 0)
-        #expect(rig.receiver.fixes.subscriberCount == 0 && rig.receiver.events.subscriberCount == 0)
+        #expect(rig.receiver.demandEvents.subscriberCount == 0 && rig.receiver.events.subscriberCount == 0)
         #expect(rig.receiver.powerState == .off)
         // No retained demand is left on the broker either.
         let left = try CommandRun.run(
