@@ -16,6 +16,8 @@ struct Schedule {
     let rig: Rig
     var tokens: [SignalToken] = []
     var streams: [SignalSubscription<Fix>] = []
+    /// Holds with a demand (a fix every so often, or continuous), whose demand may change.
+    var demands: [DemandToken<FixDemand>] = []
     var log: [String] = []
     /// How long a power-on can take at most: the power-on wait, the up time-out, every other
     /// speed tried (8 × 1.5 s), and MON-VER and CFG-VALSET with three attempts each.
@@ -54,7 +56,21 @@ struct Schedule {
 
     mutating func subscribe() {
         let receiver = rig.receiver
-        switch Int.random(in: 0..<4, using: &random) {
+        switch Int.random(in: 0..<7, using: &random) {
+        case 4:
+            let interval = Duration.seconds(Int.random(in: 5...900, using: &random))
+            log.append("subscribe fixes every \(interval) (stream)")
+            streams.append(receiver.fixes(every: interval, accuracy: Bool.random(using: &random) ? 10 : nil).subscribe())
+        case 5:
+            let demand = randomDemand()
+            log.append("hold with demand \(demand)")
+            demands.append(receiver.demandEvents.hold(demand: demand))
+        case 6:
+            guard !demands.isEmpty else { return }
+            let demand = randomDemand()
+            let index = Int.random(in: 0..<demands.count, using: &random)
+            log.append("change demand #\(index) to \(demand)")
+            demands[index].setDemand(demand)
         case 0:
             log.append("subscribe fixes (stream)")
             streams.append(receiver.fixes.subscribe())
@@ -70,7 +86,18 @@ struct Schedule {
         }
     }
 
+    /// Continuous, or a fix every 5 s to 20 minutes (power save, duty cycle or continuous by the plan).
+    mutating func randomDemand() -> FixDemand {
+        Int.random(in: 0..<4, using: &random) == 0
+            ? .continuous : .every(.seconds(Int.random(in: 5...1200, using: &random)))
+    }
+
     mutating func cancelOne() {
+        if !demands.isEmpty, Int.random(in: 0..<3, using: &random) == 0 {
+            log.append("cancel a demand")
+            demands.remove(at: Int.random(in: 0..<demands.count, using: &random)).cancel()
+            return
+        }
         let count = tokens.count + streams.count
         guard count > 0 else { return }
         let index = Int.random(in: 0..<count, using: &random)
@@ -123,8 +150,10 @@ struct Schedule {
         log.append("quiet check")
         for token in tokens { token.cancel() }
         for stream in streams { stream.cancel() }
+        for demand in demands { demand.cancel() }
         tokens.removeAll()
         streams.removeAll()
+        demands.removeAll()
         await rig.driver.advance(by: linger + longestStart)
         let receiver = rig.receiver
         // Nothing may need more time now: the stop, if any, is work in progress, not a wait.
@@ -148,6 +177,8 @@ struct Schedule {
         #expect(!rig.hat.receiver.mode.isNavigating, context)
         #expect(receiver.statistics.powerOffFailure == nil, context)
         #expect(rig.receiver.events.subscriberCount == 0, context)
+        #expect(rig.receiver.demandEvents.subscriberCount == 0, context)
+        #expect(rig.receiver.powerPlan.plan == .off, context)
     }
 
     /// The enable line is never switched on twice without an off between.
