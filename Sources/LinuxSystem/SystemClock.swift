@@ -92,6 +92,25 @@ public enum SystemClock {
         }
     }
 
+    /// Tells the kernel that its clock is synchronised to within `maximumError`, as a time daemon does
+    /// once it disciplines the clock (`adjtimex` setting the status without `STA_UNSYNC`, the maximum
+    /// and the estimated error; needs `CAP_SYS_TIME`). For a rig or a test machine whose clock is set
+    /// by other means: the kernel lets the maximum error grow from there, and marks the clock
+    /// unsynchronised again once it reaches 16 s.
+    public static func markSynchronised(maximumError: Duration, estimatedError: Duration) throws(FailedCall) {
+        func microseconds(_ duration: Duration) -> Int {
+            Int(duration.components.seconds) * 1_000_000 + Int(duration.components.attoseconds / 1_000_000_000_000)
+        }
+        var request = timex()
+        request.modes = UInt32(ADJ_STATUS | ADJ_MAXERROR | ADJ_ESTERROR)
+        request.status = 0
+        request.maxerror = microseconds(maximumError)
+        request.esterror = microseconds(estimatedError)
+        if case .failure(let failure) = retryingInterrupts("adjtimex", "system clock", { adjtimex(&request) }) {
+            throw failure
+        }
+    }
+
     /// Time since boot, suspended time included (`clock_gettime(CLOCK_BOOTTIME)`): unlike the wall
     /// clock, nothing sets it, so two readings in one boot always measure the time between them.
     public static func sinceBoot() -> Duration {

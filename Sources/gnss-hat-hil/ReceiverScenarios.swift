@@ -19,6 +19,7 @@ let receiverScenarios: [Scenario] = [
     Scenario("receiver.uart-power-cycle") { try await checkPowerCycle(link: .uart) },
     Scenario("receiver.ddc-nak-storm") { try await checkNAKStorm() },
     Scenario("receiver.busy-line") { try await checkBusyLineWithReceiver() },
+    Scenario("receiver.ddc-cut-restore") { try await checkCutAndRestore() },
 ]
 
 /// The environment variable that breaks the driver on purpose (run.sh --self-test-failure):
@@ -374,4 +375,64 @@ func checkBusyLineWithReceiver() async throws {
                              simulator: simulator) { fixes.values.contains(where: \.hasPosition) }
         await fixes.cancel()
     }
+}
+
+/// A supply cut and an aided restart over DDC: the first power-on is cold; the power-off saves the
+/// navigation database (MGA-DBD over I2C), the position and the time before GNSS_PWR_EN goes low
+/// (the simulator loses everything: no backup supply); the next power-on restores them through
+/// I2C_RDWR, paced by MGA-ACK, and the simulated receiver makes an aided start.
+func checkCutAndRestore() async throws {
+    // The guest's clock as an NTP daemon would leave it: the restore then sends the time.
+    try SystemClock.markSynchronised(maximumError: .milliseconds(50), estimatedError: .milliseconds(1))
+    try expect(SystemClock.synchronisation().isSynchronised, "the guest clock is not synchronised after adjtimex")
+    let lines = try GPIOSimBank()
+    let ddc = DDCSimModule()
+    try ddc.reset()
+    let directory = "/tmp/hil-state-\(getpid())"
+    var settings = HatSimulator.settings()
+    settings.simulation.backupSupply = false
+    settings.simulation.coldStart = .seconds(4)
+    settings.aidedStart = .milliseconds(300)
+    let simulator = try HatSimulator(port: .ddc, lines: lines, settings: settings)
+    let board = try BoardCatalog.load("hil-ddc-cut-supply")
+    let receiver = try Receiver(
+        board: board, options: ReceiverOptions(stateDirectory: directory),
+        hardware: SystemHardware(access: rigHardware()))
+    do {
+        try checkBoardLink(board, link: .ddc)
+        let first = Collector(receiver.fixes.subscribe(buffering: .bounded(1000)))
+        try await eventually("a cold fix over DDC", within: .seconds(60), watching: [first], simulator: simulator) {
+            first.values.contains(where: \.hasPosition)
+        }
+        await first.cancel()
+        try await eventually("the supply cut after the linger", within: .seconds(30), simulator: simulator) {
+            !simulator.isPowered && receiver.powerState == .off
+        }
+        let saved = AidingState.load(from: directory, receiver: nil, now: .system())
+        guard let state = saved.state else { throw ScenarioFailure("no aiding state saved: \(saved)") }
+        try expect(!state.databaseRecords.isEmpty && state.position != nil,
+                   "the saved state has \(state.databaseRecords.count) records, position \(String(describing: state.position))")
+        try expect(receiver.powerPlan.statistics.aidingSaves == 1, "aiding saves: \(receiver.powerPlan.statistics)")
+
+        let second = Collector(receiver.fixes.subscribe(buffering: .bounded(1000)))
+        try await eventually("an aided fix over DDC", within: .seconds(60), watching: [second], simulator: simulator) {
+            second.values.contains(where: \.hasPosition)
+        }
+        let starts = simulator.receiver.starts
+        let received = simulator.receiver.aidingReceived
+        try expect(starts == [.cold, .aided], "starts \(starts), aiding received \(received)")
+        try expect(received.recordsAccepted == state.databaseRecords.count,
+                   "\(received.recordsAccepted) of \(state.databaseRecords.count) records accepted")
+        try expect(receiver.powerPlan.statistics.aidingRestores == 1, "restores: \(receiver.powerPlan.statistics)")
+        await second.cancel()
+        try await eventually("the supply cut again", within: .seconds(30), simulator: simulator) {
+            !simulator.isPowered && receiver.powerState == .off
+        }
+    } catch {
+        await receiver.shutdown()
+        await simulator.stop()
+        throw error
+    }
+    await receiver.shutdown()
+    await simulator.stop()
 }
