@@ -304,7 +304,11 @@ extension HardwareSession {
                 reportFixes(false)
                 await powerOffForPlan()
                 let now = clock.now()
-                retimeDutyCycle()
+                if let replacement = retimeDutyCycle() {
+                    // The measured starts no longer pay for this duty cycle: the plan they pay for.
+                    try await apply(replacement)
+                    return
+                }
                 try await dutyCycle(.poweredOff(now: now))
             case let .deliver(sequence, metAccuracy):
                 let (best, since) = plan.withLock { plan in
@@ -328,18 +332,19 @@ extension HardwareSession {
         }
     }
 
-    /// After a power-off, a duty cycle takes the lead time and budget learned so far; a plan
-    /// that no longer pays (a start measured too long) is replaced at the next job.
-    private func retimeDutyCycle() {
+    /// After a power-off, a duty cycle takes the lead time and budget learned so far. Returns the
+    /// plan to change to when the planner, with what has been measured, no longer picks this duty cycle.
+    private func retimeDutyCycle() -> PowerPlanChoice? {
         let choice = choosePlan()
-        updatePlan { plan in
+        return plan.withLock { plan -> PowerPlanChoice? in
             plan.acquiringSince = nil
             guard case let .dutyCycle(interval, leadTime, budget) = choice.plan, var machine = plan.machine,
                 machine.interval == interval
-            else { return }
+            else { return choice }
             machine.retime(leadTime: leadTime, budget: budget)
             plan.machine = machine
             plan.choice = choice
+            return nil
         }
     }
 
@@ -489,8 +494,9 @@ extension HardwareSession {
 
     /// Saves the navigation database, the last position and the time before the supply is cut.
     private func saveAiding() async {
+        // A session without a fix has nothing better than the state already saved.
         guard let directory = stateDirectory, board.chip.family.isUBlox, let transport = currentTransport,
-            statistics.fixes > 0
+            sessionHadFix
         else { return }
         var machine = AidingSaveMachine(identity: nil, position: lastPosition, clock: .system())
         var written: AidingState?
@@ -531,14 +537,20 @@ extension HardwareSession {
     }
 
     /// Restores the saved aiding after a power-on; whether the receiver got it. A missing, corrupt,
-    /// foreign or stale state is skipped with a notice and never fails or delays the power-on
-    /// beyond the identity poll.
+    /// foreign or stale state is skipped with a notice and never fails the power-on; only a usable
+    /// one costs the identity poll (MON-VER, SEC-UNIQID) that ties it to this receiver.
     private func restoreAiding() async -> Bool {
         guard let directory = stateDirectory, let transport = currentTransport else { return false }
         let family = board.chip.family
-        let identity = family.isUBlox ? await pollIdentity(transport: transport) : nil
         let now = AidingClock.system()
-        let load = AidingState.load(from: directory, receiver: identity, now: now)
+        var load = AidingState.load(from: directory, receiver: nil, now: now)
+        if let saved = load.state, family.isUBlox {
+            guard let identity = await pollIdentity(transport: transport) else {
+                notice("aiding state ignored: the receiver did not say who it is (no MON-VER)")
+                return false
+            }
+            if !saved.identity.matches(identity) { load = .foreign(saved.identity) }
+        }
         guard let state = load.state else {
             switch load {
             case .missing: break
@@ -549,10 +561,6 @@ extension HardwareSession {
                 notice("aiding state ignored: \(load)")
             }
             plan.withLock { $0.statistics.aidingSkipped += 1 }
-            return false
-        }
-        if family.isUBlox, identity == nil {
-            notice("aiding state ignored: the receiver did not say who it is (no MON-VER)")
             return false
         }
         let clockError = SystemClock.synchronisation().maximumError

@@ -211,6 +211,9 @@ final class HardwareSession: Sendable {
 
     var lastPosition: AidingState.Position? { state.withLock { $0.lastPosition } }
 
+    /// Whether the current power-on has had a fix with a position.
+    var sessionHadFix: Bool { state.withLock { $0.firstFixSeen } }
+
     /// The power-on sequence (strategies, link, first frame, configuration, PPS), as part of the
     /// plan's job. Throws a `ReceiverError`; `hardwareOff()` then switches everything off.
     func hardwareOn() async throws {
