@@ -96,6 +96,9 @@ import TestSupport
         #expect(rig.receiver.demandEvents.subscriberCount == 1)
         try await rig.runUntil { $0 == .on }
         try await rig.runUntilPositions(1)
+        // {"interval":600} is the consumer's FixDemand: the receiver sleeps between fixes.
+        let plan = rig.receiver.powerPlan.plan
+        #expect({ if case .dutyCycle(.seconds(600), _, _) = plan { true } else { false } }(), "plan \(plan)")
 
         // SIGKILL: no DISCONNECT, so the broker publishes the consumer's will (an empty retained demand).
         consumer.stop(signal: SIGKILL)
