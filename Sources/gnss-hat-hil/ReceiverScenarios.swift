@@ -404,6 +404,7 @@ func checkCutAndRestore() async throws {
         try await eventually("a cold fix over DDC", within: .seconds(60), watching: [first], simulator: simulator) {
             first.values.contains(where: \.hasPosition)
         }
+        let lastCold = first.values.last(where: \.hasPosition)?.time
         await first.cancel()
         try await eventually("the supply cut after the linger", within: .seconds(30), simulator: simulator) {
             !simulator.isPowered && receiver.powerState == .off
@@ -415,8 +416,10 @@ func checkCutAndRestore() async throws {
         try expect(receiver.powerPlan.statistics.aidingSaves == 1, "aiding saves: \(receiver.powerPlan.statistics)")
 
         let second = Collector(receiver.fixes.subscribe(buffering: .bounded(1000)))
+        // The first value is the replayed cold fix: wait for one of the new power-on.
         try await eventually("an aided fix over DDC", within: .seconds(60), watching: [second], simulator: simulator) {
-            second.values.contains(where: \.hasPosition)
+            second.values.contains { $0.hasPosition && ($0.time.map { time in lastCold.map { time > $0 } ?? true } ?? false) }
+                && simulator.receiver.starts.count == 2
         }
         let starts = simulator.receiver.starts
         let received = simulator.receiver.aidingReceived
