@@ -134,6 +134,34 @@ public struct AidingClock: Hashable, Sendable {
     }
 }
 
+/// Where the aiding reads the wall clock, and whether it may be sent to a receiver: the system's
+/// (`adjtimex` says whether a time daemon keeps it synchronised), or one marked synchronised.
+public struct AidingTimeSource: Sendable {
+    /// The wall clock now, and its maximum error when it is synchronised (nil: not synchronised, the
+    /// time is not sent).
+    public let read: @Sendable () -> (clock: AidingClock, maximumError: Duration?)
+
+    public init(read: @escaping @Sendable () -> (clock: AidingClock, maximumError: Duration?)) {
+        self.read = read
+    }
+
+    /// The system's clock, as the kernel's clock discipline reports it.
+    public static let system = AidingTimeSource {
+        let synchronisation = SystemClock.synchronisation()
+        return (AidingClock.system(), synchronisation.maximumError)
+    }
+
+    /// The system's time, taken as synchronised to within `maximumError`: a simulation or a benchmark
+    /// of a Pi whose clock NTP keeps, on a machine whose own clock may not be disciplined.
+    public static func synchronised(maximumError: Duration = .milliseconds(50)) -> AidingTimeSource {
+        AidingTimeSource {
+            var clock = AidingClock.system()
+            clock.wallClockSynchronised = true
+            return (clock, maximumError)
+        }
+    }
+}
+
 extension AidingState {
     /// The default maximum age: ephemerides last about 4 h, but the almanac and the position in the
     /// database help for days; the receiver itself drops what has expired, so a day is generous and safe.

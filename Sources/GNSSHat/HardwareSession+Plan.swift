@@ -498,7 +498,7 @@ extension HardwareSession {
         guard let directory = stateDirectory, board.chip.family.isUBlox, let transport = currentTransport,
             sessionHadFix
         else { return }
-        var machine = AidingSaveMachine(identity: nil, position: lastPosition, clock: .system())
+        var machine = AidingSaveMachine(identity: nil, position: lastPosition, clock: aidingTime.read().clock)
         var written: AidingState?
         var report: AidingSaveReport?
         await converse(
@@ -542,7 +542,7 @@ extension HardwareSession {
     private func restoreAiding() async -> Bool {
         guard let directory = stateDirectory, let transport = currentTransport else { return false }
         let family = board.chip.family
-        let now = AidingClock.system()
+        let (now, clockError) = aidingTime.read()
         var load = AidingState.load(from: directory, receiver: nil, now: now)
         if let saved = load.state, family.isUBlox {
             guard let identity = await pollIdentity(transport: transport) else {
@@ -563,7 +563,6 @@ extension HardwareSession {
             plan.withLock { $0.statistics.aidingSkipped += 1 }
             return false
         }
-        let clockError = SystemClock.synchronisation().maximumError
         var machine = AidingRestoreMachine(state: state, family: family, clock: now, clockError: clockError)
         var report: AidingRestoreReport?
         await converse(

@@ -21,11 +21,14 @@ public struct ReceiverOptions: Sendable {
     /// ``aidingStateDirectory(option:isRoot:environment:)``); nil: nothing is saved, every start
     /// after a cut is cold.
     public var stateDirectory: String?
+    /// Where the aiding reads the wall clock and whether it is synchronised (the system's: `adjtimex`).
+    public var aidingTime: AidingTimeSource
 
     public init(
         linger: Duration? = nil, configure: Bool? = nil, period: Duration? = nil, provisionalFixes: Bool = false,
-        stateDirectory: String? = nil
+        stateDirectory: String? = nil, aidingTime: AidingTimeSource = .system
     ) {
+        self.aidingTime = aidingTime
         self.linger = linger
         self.configure = configure
         self.period = period
@@ -50,6 +53,7 @@ final class HardwareSession: Sendable {
     let decoding: GNSSDecoder.Options
     /// Where the aiding state lives (nil: none is kept).
     let stateDirectory: String?
+    let aidingTime: AidingTimeSource
 
     private struct State {
         var emitter: SignalEmitter<ReceiverEvent>?
@@ -122,6 +126,7 @@ final class HardwareSession: Sendable {
         self.period = options.period ?? board.configuration.period
         self.decoding = GNSSDecoder.Options(provisionalFixes: options.provisionalFixes)
         self.stateDirectory = options.stateDirectory
+        self.aidingTime = options.aidingTime
         (planStream, planJobs) = AsyncStream.makeStream(of: PlanJob.self)
         startPlanLoop(planStream)
     }

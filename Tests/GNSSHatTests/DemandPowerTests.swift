@@ -224,7 +224,8 @@ struct AidingPowerOnTests {
     /// Powers on with `directory` as the state directory and waits for a fix; returns the notices.
     static func powerOn(with directory: String) async throws -> (notices: [String], rig: Rig) {
         let rig = try Rig(
-            board: try cutSupplyBoard(), connection: .inProcess, options: ReceiverOptions(stateDirectory: directory))
+            board: try cutSupplyBoard(), connection: .inProcess,
+            options: ReceiverOptions(stateDirectory: directory, aidingTime: .synchronised()))
         let notices = Lock<[String]>([])
         let token = rig.receiver.events.subscribe { event in
             if case .notice(let text) = event { notices.withLock { $0.append(text) } }
@@ -265,6 +266,28 @@ struct AidingPowerOnTests {
         await rig.shutdown()
     }
 
+    @Test("an unsynchronised clock: position and database restored, the time not sent")
+    func unsynchronisedClock() async throws {
+        let directory = try temporaryStateDirectory()
+        let rig = try Rig(
+            board: try Self.cutSupplyBoard(), connection: .inProcess,
+            options: ReceiverOptions(stateDirectory: directory, aidingTime: AidingTimeSource {
+                var clock = AidingClock.system()
+                clock.wallClockSynchronised = false
+                return (clock, nil)
+            }))
+        let (_, first) = try await rig.freshPosition()
+        first.cancel()
+        try await rig.runUntil { $0 == .off }
+        await rig.driver.advance(by: .seconds(600))
+        let (_, second) = try await rig.freshPosition()
+        let received = rig.hat.receiver.aidingReceived
+        #expect(received.time == 0, "a clock nobody disciplines must not be sent: \(received)")
+        #expect(received.position == 1 && received.recordsAccepted > 0, "\(received)")
+        second.cancel()
+        await rig.shutdown()
+    }
+
     @Test("a stale state file is ignored with a notice and the power-on succeeds")
     func stale() async throws {
         let directory = try temporaryStateDirectory()
@@ -295,14 +318,10 @@ struct AidingPowerOnTests {
         await rig.driver.advance(by: .seconds(600))
         let (_, fixes) = try await rig.freshPosition()
         #expect(rig.receiver.powerPlan.statistics.aidingRestores == 1)
-        // Saved position, time (when this machine's clock is synchronised) and database: an aided start.
-        let expected: SimulatedReceiver.Start =
-            SystemClock.synchronisation().isSynchronised ? .aided : .cold
-        #expect(rig.hat.receiver.starts == [.cold, expected])
-        if expected == .aided {
-            let ttff = try #require(rig.receiver.statistics.lastTimeToFirstFix)
-            #expect(ttff <= .seconds(5), "aided time to first fix \(ttff)")
-        }
+        // Saved position and database, the time of a synchronised clock: an aided start.
+        #expect(rig.hat.receiver.starts == [.cold, .aided])
+        let ttff = try #require(rig.receiver.statistics.lastTimeToFirstFix)
+        #expect(ttff <= .seconds(5), "aided time to first fix \(ttff)")
         fixes.cancel()
         await rig.shutdown()
     }
