@@ -106,6 +106,41 @@ package enum DescriptorIO {
         }
     }
 
+    /// As ``read(_:device:maxCount:timeout:wake:)``, the bytes left in `buffer` (empty on a time-out
+    /// or a wake), reusing its storage: when nothing else holds it, no allocation. `.bytes` carries
+    /// an empty array then; the bytes are in `buffer`.
+    package static func read(
+        _ fd: CInt, device: String, into buffer: inout [UInt8], maxCount: Int, timeout: Duration?, wake: Waker?
+    ) -> ReadOutcome {
+        buffer.removeAll(keepingCapacity: true)
+        guard maxCount > 0 else { return .bytes([]) }
+        switch waitForInput(fd, device: device, timeout: timeout, wake: wake) {
+        case .readable: break
+        case .woken, .timedOut: return .timedOut
+        case .hungUp(let failure): return .hungUp(failure)
+        case .failed(let failure): return .failed(failure)
+        }
+        // Zeros into storage already there (in place while `buffer` is unique), then cut to what came.
+        buffer.append(contentsOf: repeatElement(0, count: maxCount))
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            retryingInterrupts("read", device) { system_read(fd, bytes.baseAddress, bytes.count, device) }
+        }
+        switch count {
+        case .failure(let failure) where failure.errno == .wouldBlock:
+            buffer.removeAll(keepingCapacity: true)
+            return .timedOut
+        case .failure(let failure):
+            buffer.removeAll(keepingCapacity: true)
+            return .failed(failure)
+        case .success(0):
+            buffer.removeAll(keepingCapacity: true)
+            return .hungUp(FailedCall(call: "read", device: device, errno: nil))
+        case .success(let n):
+            buffer.removeLast(maxCount - n)
+            return .bytes([])
+        }
+    }
+
     /// Writes all bytes with `write`, waiting with `poll` (up to `timeout` each time) while the
     /// descriptor cannot take more.
     package static func writeAll(_ fd: CInt, device: String, bytes: [UInt8], timeout: Duration) -> WriteOutcome {
