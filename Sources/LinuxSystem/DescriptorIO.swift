@@ -120,24 +120,22 @@ package enum DescriptorIO {
         case .hungUp(let failure): return .hungUp(failure)
         case .failed(let failure): return .failed(failure)
         }
-        // Zeros into storage already there (in place while `buffer` is unique), then cut to what came.
-        buffer.append(contentsOf: repeatElement(0, count: maxCount))
-        let count = buffer.withUnsafeMutableBytes { bytes in
-            retryingInterrupts("read", device) { system_read(fd, bytes.baseAddress, bytes.count, device) }
-        }
-        switch count {
-        case .failure(let failure) where failure.errno == .wouldBlock:
-            buffer.removeAll(keepingCapacity: true)
-            return .timedOut
-        case .failure(let failure):
-            buffer.removeAll(keepingCapacity: true)
-            return .failed(failure)
-        case .success(0):
-            buffer.removeAll(keepingCapacity: true)
-            return .hungUp(FailedCall(call: "read", device: device, errno: nil))
-        case .success(let n):
-            buffer.removeLast(maxCount - n)
-            return .bytes([])
+        // Read on the stack, then copy what came (in place while `buffer` is unique): no zero fill.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxCount) { scratch -> ReadOutcome in
+            let count = retryingInterrupts("read", device) {
+                system_read(fd, UnsafeMutableRawPointer(scratch.baseAddress), scratch.count, device)
+            }
+            switch count {
+            case .failure(let failure) where failure.errno == .wouldBlock:
+                return .timedOut
+            case .failure(let failure):
+                return .failed(failure)
+            case .success(0):
+                return .hungUp(FailedCall(call: "read", device: device, errno: nil))
+            case .success(let n):
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<n]))
+                return .bytes([])
+            }
         }
     }
 
