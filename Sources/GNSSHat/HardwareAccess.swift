@@ -11,6 +11,10 @@ public protocol SerialLink: ByteLink {
     func discardInput() throws
     /// Waits for bytes with no timeout, or until `waker` is woken (then returns none).
     func read(maxCount: Int, until waker: Waker) throws -> [UInt8]
+    /// As ``read(maxCount:until:)``, the bytes left in `buffer` (empty when woken), reusing its
+    /// storage when nothing else holds it: a read loop that passes the bytes on and gets them back
+    /// allocates nothing per read.
+    func read(into buffer: inout [UInt8], maxCount: Int, until waker: Waker) throws
     /// The host will read no more from this link: reading was stopped (a power-off follows, then
     /// `close()`) or a read failed (the stop comes later). A link that accounts for bytes in
     /// flight (the simulator's) stops expecting them to be read.
@@ -22,6 +26,11 @@ extension SerialLink {
     /// a read that gives up after 50 ms, so a woken reader notices within that time.
     public func read(maxCount: Int, until waker: Waker) throws -> [UInt8] {
         try read(maxCount: maxCount, timeout: .milliseconds(50))
+    }
+
+    /// A new array per read, for links without a read into a buffer of their own.
+    public func read(into buffer: inout [UInt8], maxCount: Int, until waker: Waker) throws {
+        buffer = try read(maxCount: maxCount, until: waker)
     }
 
     /// Nothing to do for a link that counts nothing: the kernel keeps what arrives.

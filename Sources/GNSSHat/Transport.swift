@@ -29,6 +29,8 @@ final class UARTTransport: Transport {
     /// How long one read waits if there is no waker: it bounds how long `close()` waits for the
     /// loop to notice.
     static let readTimeout: Duration = .milliseconds(50)
+    /// The most bytes one read takes: more than a 10 Hz epoch at 115200 baud.
+    static let readSize = 4096
     /// Wakes the read loop to stop, so it waits for bytes with no timeout (no wake-ups between
     /// sentences). Without one (no eventfd to be had) reads time out instead.
     private let wake = try? Waker()
@@ -54,10 +56,17 @@ final class UARTTransport: Transport {
 
     private func readLoop(onBytes: @escaping @Sendable ([UInt8]) -> Void,
                       onFailure: @escaping @Sendable (any Error) -> Void) {
+        // One buffer for the loop's life: `onBytes` gets it and lets go of it before the next read,
+        // which then reuses its storage (no allocation per read).
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.readSize)
         while loop.isRunning {
             do {
-                let bytes = try wake.map { try link.read(maxCount: 4096, until: $0) }
-                    ?? link.read(maxCount: 4096, timeout: Self.readTimeout)
+                if let wake {
+                    try link.read(into: &bytes, maxCount: Self.readSize, until: wake)
+                } else {
+                    bytes = try link.read(maxCount: Self.readSize, timeout: Self.readTimeout)
+                }
                 if !bytes.isEmpty { onBytes(bytes) }
             } catch {
                 // The failure first: the session counts itself working until the signal has it, so

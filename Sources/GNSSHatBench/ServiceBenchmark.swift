@@ -15,8 +15,9 @@
 //     binary users install (scripts/build-static.sh, which bench.sh runs): the Swift runtime in
 //     it is laid out for the service (scripts/profile-order.sh); the release build, with the
 //     shared Swift libraries, maps nearly twice as much (12.9 against 7.0 MB, measured);
-//   - context switches per epoch while streaming (voluntary and involuntary, every thread, from
-//     /proc/PID/task/*/status): how often each service is woken to handle an epoch;
+//   - context switches per epoch while streaming (voluntary and involuntary, every thread, threads
+//     that start or end meanwhile included, sampled once per epoch: see SwitchCount): how often each
+//     service is woken to handle an epoch;
 //   - wake-ups per second while no client watches (context switches of every thread), and which
 //     threads (by name) woke.
 // Runs: NMEA and UBX with one watching client each, and NMEA with 20 (CPU time, latency).
@@ -119,9 +120,14 @@ enum ServiceBenchmark {
                 (median(results.map { $0.ours[keyPath: key] }), median(results.map { $0.gpsd[keyPath: key] }))
             }
             let coverage = results.map { "ours \($0.ours.epochs)/\(measured) gpsd \($0.gpsd.epochs)/\(measured)" }
+            let churn = results.map {
+                "ours +\($0.ours.threadsStarted)/-\($0.ours.threadsEnded) gpsd +\($0.gpsd.threadsStarted)/-"
+                    + "\($0.gpsd.threadsEnded)"
+            }
             print("service \(configuration.label): \(results.count) runs of \(measured) epochs at 10 Hz, 115200 baud, "
                 + "\(configuration.watchers) watching client(s) per service; TPV epochs measured per run (at the "
-                + "first client): \(coverage.joined(separator: "; "))")
+                + "first client): \(coverage.joined(separator: "; ")); threads started/ended while streaming: "
+                + churn.joined(separator: "; "))
             let label = configuration.label
             let lastByte = stream == .ubx ? "NAV-PVT last-byte->TPV" : "last-byte->TPV"
             var (ours, peer) = figure(\.lastByteP50)
@@ -179,8 +185,11 @@ enum ServiceBenchmark {
         var rss = 0.0
         var peakRSS = 0.0
         var cpuSeconds = 0.0
-        /// Context switches of every thread while streaming, per epoch streamed.
+        /// Context switches of every thread while streaming, per epoch streamed (see ``SwitchCount``).
         var switchesPerEpoch = 0.0
+        /// Threads started and ended while streaming (an ended one's last epoch is not counted).
+        var threadsStarted = 0
+        var threadsEnded = 0
         /// Instructions of the whole process, start to exit (profile runs only).
         var instructions = 0.0
         /// MB of private dirty pages at the end of streaming (`/proc/PID/smaps_rollup`).
@@ -293,20 +302,22 @@ struct ServiceRun {
 
         // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
         var cpuBefore = pids.map(cpuSeconds)
-        var streamSwitchesBefore = pids.map(contextSwitches)
+        var switchCounts: [SwitchCount] = []
         let clock = ContinuousClock()
         let total = ServiceBenchmark.warmUp + epochs
         let writes = try await Self.feed(stream, epochs: total, to: terminals) { epoch in
             if epoch == ServiceBenchmark.warmUp {
                 // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
                 cpuBefore = pids.map(cpuSeconds)
-                streamSwitchesBefore = pids.map(contextSwitches)
+                switchCounts = pids.map { SwitchCount(pid: $0) }
+            } else {
+                for count in switchCounts { count.sample() }
             }
         }
         let (firstWrite, lastWrite) = (writes.first, writes.last)
         try await Task.sleep(for: .milliseconds(500))
         let cpuAfter = pids.map(cpuSeconds)
-        let streamSwitchesAfter = pids.map(contextSwitches)
+        let streamSwitches = switchCounts.map { $0.stop() }
         let memory = pids.map(residentMemory)
         let dirty = pids.map(privateDirtyMemory)
         stop.store(true, ordering: .releasing)
@@ -336,8 +347,9 @@ struct ServiceRun {
             measurements[side].firstPositionP50 = percentile(firstPosition, 0.5)
             measurements[side].firstPositionP99 = percentile(firstPosition, 0.99)
             measurements[side].cpuSeconds = cpuAfter[side] - cpuBefore[side]
-            measurements[side].switchesPerEpoch =
-                Double(switchesBetween(streamSwitchesBefore[side], streamSwitchesAfter[side])) / Double(epochs)
+            measurements[side].switchesPerEpoch = Double(streamSwitches[side]) / Double(epochs)
+            measurements[side].threadsStarted = switchCounts[side].started
+            measurements[side].threadsEnded = switchCounts[side].ended
             measurements[side].rss = memory[side].rss
             measurements[side].peakRSS = memory[side].peak
             measurements[side].privateDirty = dirty[side]
@@ -565,14 +577,6 @@ struct ServiceRun {
         return switches
     }
 
-    /// The context switches between two samples, thread by thread: a thread started in between counts
-    /// all of its own; one that ended in between is gone from /proc with its count (not counted).
-    func switchesBetween(
-        _ before: [String: (name: String, switches: Int)], _ after: [String: (name: String, switches: Int)]
-    ) -> Int {
-        after.reduce(0) { total, thread in total + thread.value.switches - (before[thread.key]?.switches ?? 0) }
-    }
-
     /// The instructions of the profile callgrind wrote for `pid` in `directory` (its `summary:` line).
     func totalInstructions(_ pid: Int32, in directory: URL) throws -> Double {
         guard let newest = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -595,5 +599,59 @@ struct ServiceRun {
         guard !values.isEmpty else { return .nan }
         let sorted = values.sorted()
         return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * fraction).rounded()))]
+    }
+}
+
+/// The context switches of every thread of a process over a window, threads that start or end in it
+/// included: /proc/PID/task/*/status is sampled at the start, once per epoch (``sample()``) and at the
+/// end, and each thread counts from its first sample (or from zero if it started in the window) to its
+/// last. A thread that ends loses only what it did after its last sample, within an epoch. (`perf stat
+/// -p` was tried instead: it did not count the threads a process started after it attached.)
+final class SwitchCount {
+    private let pid: Int32
+    private var first: [String: Int]
+    private var last: [String: Int]
+    /// Threads that started or ended in the window.
+    private(set) var started = 0
+    private(set) var ended = 0
+
+    init(pid: Int32) {
+        self.pid = pid
+        first = Self.perThread(pid)
+        last = first
+    }
+
+    /// Samples every thread's count now.
+    func sample() {
+        let now = Self.perThread(pid)
+        for (thread, count) in now {
+            if last[thread] == nil { started += 1 }
+            last[thread] = count
+        }
+    }
+
+    /// Ends the window: the switches of every thread seen in it.
+    func stop() -> Int {
+        sample()
+        let alive = Set(Self.perThread(pid).keys)
+        ended = last.keys.filter { !alive.contains($0) }.count
+        return last.reduce(0) { total, thread in total + thread.value - (first[thread.key] ?? 0) }
+    }
+
+    /// Voluntary plus involuntary switches of each thread now, by thread id (/proc/PID/task/*/status).
+    static func perThread(_ pid: Int32) -> [String: Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var switches: [String: Int] = [:]
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
+                continue
+            }
+            var count = 0
+            for line in text.split(separator: "\n") where line.contains("ctxt_switches:") {
+                count += Int(line.split(separator: "\t").last ?? "") ?? 0
+            }
+            switches[task] = count
+        }
+        return switches
     }
 }

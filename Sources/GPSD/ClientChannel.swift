@@ -53,13 +53,9 @@ final class ClientChannel: Sendable {
     /// Queues `lines` and writes what the socket takes now (`send`, non-blocking, under the
     /// channel's lock so that a close cannot reuse the descriptor mid-write).
     func write(_ lines: [[UInt8]]) -> Outcome {
-        write(lines, isReport: false)
-    }
-
-    private func write(_ lines: [[UInt8]], isReport: Bool) -> Outcome {
         guard !lines.isEmpty else { return .done }
         return state.withLock { state -> Outcome in
-            guard !state.closed, !state.doomed, !(isReport && state.reportsEnded) else { return .done }
+            guard !state.closed, !state.doomed else { return .done }
             Self.append(lines, to: &state)
             return finishWrite(&state)
         }
@@ -79,10 +75,16 @@ final class ClientChannel: Sendable {
         return Self.flush(&state, socket)
     }
 
-    /// The lines `event` becomes under the current policy, written at once (the source's thread);
-    /// nothing once ``endReports(with:)`` has run.
+    /// The line `event` becomes under the current policy, written at once (the source's thread);
+    /// nothing once ``endReports(with:)`` has run. One lock for the policy, the queue and the send.
     func deliver(_ event: GPSDEvent, path: String) -> Outcome {
-        write(policy.lines(for: event, path: path), isReport: true)
+        state.withLock { state -> Outcome in
+            guard !state.closed, !state.doomed, !state.reportsEnded,
+                  let line = state.policy.line(for: event, path: path)
+            else { return .done }
+            state.output.append(line)
+            return finishWrite(&state)
+        }
     }
 
     /// Ends this client's reports and writes `lines` (the device's close) as the last it gets: a

@@ -110,32 +110,33 @@ struct ClientSession {
         }
     }
 
-    /// The lines `event` becomes for this client (see ``WatchPolicy/lines(for:path:)``).
-    func lines(for event: GPSDEvent, path: String) -> [[UInt8]] {
-        policy.lines(for: event, path: path)
+    /// The line `event` becomes for this client, if any (see ``WatchPolicy/line(for:path:)``).
+    func line(for event: GPSDEvent, path: String) -> [UInt8]? {
+        policy.line(for: event, path: path)
     }
 
 }
 
 extension WatchPolicy {
-    /// The lines `event` becomes under this policy (`pulse` and `timeOffset` are encoded here, once
-    /// per client that wants them).
-    func lines(for event: GPSDEvent, path: String) -> [[UInt8]] {
-        guard enable else { return [] }
+    /// The line `event` becomes under this policy, nil for none: an event is at most one line, and a
+    /// TPV, SKY, sentence or frame is the source's own bytes, shared by every client that gets it
+    /// (`pulse`, `timeOffset` and raw-1 hex are encoded here, once per client that wants them).
+    func line(for event: GPSDEvent, path: String) -> [UInt8]? {
+        guard enable else { return nil }
         switch event {
         case .tpv(let line), .sky(let line):
-            return json ? [line] : []
+            return json ? line : nil
         case .pulse(let offset):
-            return json || pps ? [GPSDResponse.pps(path: path, offset)] : []
+            return json || pps ? GPSDResponse.pps(path: path, offset) : nil
         case .timeOffset(let offset):
-            return pps ? [GPSDResponse.toff(path: path, offset)] : []
+            return pps ? GPSDResponse.toff(path: path, offset) : nil
         case .sentence(let bytes):
-            return nmea || raw > 0 ? [bytes] : []
+            return nmea || raw > 0 ? bytes : nil
         case .frame(let bytes):
             switch raw {
-            case 2...: return [bytes]
-            case 1: return [ClientSession.hexDump(bytes)]
-            default: return []
+            case 2...: return bytes
+            case 1: return ClientSession.hexDump(bytes)
+            default: return nil
             }
         }
     }

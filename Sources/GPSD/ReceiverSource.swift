@@ -23,9 +23,20 @@ extension GPSDSource {
         let events = RefCountedSignal<GPSDEvent>(configuration: SignalConfiguration(replay: .none)) { emitter in
             let encoder = Lock(ReportEncoder(device: path, demand: demand))
             let token = receiver.events.subscribe(onValue: { event in
-                let now = WallClock.now()
+                // Most events are messages nobody asked for (no NMEA or raw watcher): nothing to do.
+                if case .message = event, !demand.isWanted { return }
+                // The clocks are read only for the events that carry a time (epoch starts, PPS edges).
+                var now: Int64 = 0
+                var monotonicNow: Int64 = 0
+                switch event {
+                case .epochStarted: now = WallClock.now()
+                case .pps:
+                    now = WallClock.now()
+                    monotonicNow = WallClock.monotonicNow()
+                default: break
+                }
                 // Lock, encode, unlock, then send: the watchers are not called under the encoder's lock.
-                let reports = encoder.withLock { $0.consume(event, at: now, monotonicNow: WallClock.monotonicNow()) }
+                let reports = encoder.withLock { $0.consume(event, at: now, monotonicNow: monotonicNow) }
                 for report in reports { emitter.send(report) }
             }, onCompletion: { completion in
                 if case .failure(let error) = completion { emitter.fail(error) }

@@ -106,6 +106,39 @@ package enum DescriptorIO {
         }
     }
 
+    /// As ``read(_:device:maxCount:timeout:wake:)``, the bytes left in `buffer` (empty on a time-out
+    /// or a wake), reusing its storage: when nothing else holds it, no allocation. `.bytes` carries
+    /// an empty array then; the bytes are in `buffer`.
+    package static func read(
+        _ fd: CInt, device: String, into buffer: inout [UInt8], maxCount: Int, timeout: Duration?, wake: Waker?
+    ) -> ReadOutcome {
+        buffer.removeAll(keepingCapacity: true)
+        guard maxCount > 0 else { return .bytes([]) }
+        switch waitForInput(fd, device: device, timeout: timeout, wake: wake) {
+        case .readable: break
+        case .woken, .timedOut: return .timedOut
+        case .hungUp(let failure): return .hungUp(failure)
+        case .failed(let failure): return .failed(failure)
+        }
+        // Read on the stack, then copy what came (in place while `buffer` is unique): no zero fill.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxCount) { scratch -> ReadOutcome in
+            let count = retryingInterrupts("read", device) {
+                system_read(fd, UnsafeMutableRawPointer(scratch.baseAddress), scratch.count, device)
+            }
+            switch count {
+            case .failure(let failure) where failure.errno == .wouldBlock:
+                return .timedOut
+            case .failure(let failure):
+                return .failed(failure)
+            case .success(0):
+                return .hungUp(FailedCall(call: "read", device: device, errno: nil))
+            case .success(let n):
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<n]))
+                return .bytes([])
+            }
+        }
+    }
+
     /// Writes all bytes with `write`, waiting with `poll` (up to `timeout` each time) while the
     /// descriptor cannot take more.
     package static func writeAll(_ fd: CInt, device: String, bytes: [UInt8], timeout: Duration) -> WriteOutcome {

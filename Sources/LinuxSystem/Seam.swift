@@ -9,6 +9,7 @@
 // `mode_t` and `speed_t` are spelt `UInt32`, and a termios is passed as a raw pointer (`&settings`).
 internal import CLinuxShims
 internal import Glibc
+import Synchronization
 
 /// The name of one C call as it appears in errors and in the seam's record, e.g. `open`,
 /// `ioctl(I2C_RDWR)`, `gpiod_line_request`.
@@ -58,10 +59,13 @@ package final class SeamMock: Sendable {
     }
 
     @TaskLocal package static var current: SeamMock?
+    /// Whether any mock was ever made in this process: a mock exists before it can be installed.
+    static let anyMade = Atomic<Bool>(false)
 
     private let state = Lock(State())
 
     package init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil, adjtimex: AdjtimexHandler? = nil) {
+        Self.anyMade.store(true, ordering: .relaxed)
         state.withLock {
             $0.open = open
             $0.ioctl = ioctl
@@ -104,7 +108,8 @@ package final class SeamMock: Sendable {
 /// Records the call and returns an injected error, if a test installed one.
 @inline(__always)
 package func seamEnter(_ call: SystemCall, _ device: String) -> Errno? {
-    guard let mock = SeamMock.current else { return nil }
+    // A process that never made a mock (the service) skips the task-local lookup on every call.
+    guard SeamMock.anyMade.load(ordering: .relaxed), let mock = SeamMock.current else { return nil }
     return mock.enter(call, device)
 }
 

@@ -107,6 +107,19 @@ public final class SerialPort: ByteLink {
         try read(maxCount: maxCount, timeout: nil, wake: waker)
     }
 
+    /// As ``read(maxCount:until:)``, the bytes left in `buffer` (empty when woken), whose storage is
+    /// reused while nothing else holds it (`poll` on both, `read`): no allocation per read.
+    public func read(into buffer: inout [UInt8], maxCount: Int = 4096, until waker: Waker) throws(SerialError) {
+        try readLock.withLock { _ throws(SerialError) in
+            let fd = try openDescriptor()
+            switch DescriptorIO.read(fd, device: path, into: &buffer, maxCount: maxCount, timeout: nil, wake: waker) {
+            case .bytes, .timedOut: return
+            case .hungUp(let failure): throw .hangUp(failure)
+            case .failed(let failure): throw SerialError(failure)
+            }
+        }
+    }
+
     private func read(maxCount: Int, timeout: Duration?, wake: Waker?) throws(SerialError) -> [UInt8] {
         try readLock.withLock { _ throws(SerialError) in
             let fd = try openDescriptor()

@@ -68,6 +68,53 @@ struct SerialPortTests {
         #expect(try read() == [4])
     }
 
+    @Test("a read into a buffer leaves what came in it, in its own storage while nothing else holds it")
+    func readIntoReusesStorage() throws {
+        let pty = try PseudoTerminal()
+        let port = try SerialPort(path: pty.devicePath, speed: 115200)
+        let waker = try Waker()
+        var buffer: [UInt8] = [9, 9, 9, 9, 9]
+        try pty.write([1, 2, 3])
+        try port.read(into: &buffer, maxCount: 64, until: waker)
+        #expect(buffer == [1, 2, 3])
+        let storage = buffer.withUnsafeBufferPointer { $0.baseAddress }
+        try pty.write([4, 5])
+        try port.read(into: &buffer, maxCount: 64, until: waker)
+        #expect(buffer == [4, 5])
+        // Unique: the same storage, no allocation for the second read.
+        #expect(buffer.withUnsafeBufferPointer { $0.baseAddress } == storage)
+        // Held elsewhere (a consumer kept the bytes): they stay as they were; the read goes elsewhere.
+        let kept = buffer
+        try pty.write([6])
+        try port.read(into: &buffer, maxCount: 64, until: waker)
+        #expect(buffer == [6])
+        #expect(kept == [4, 5])
+        // Woken with nothing to read: the buffer is empty, no error.
+        waker.wake()
+        try port.read(into: &buffer, maxCount: 64, until: waker)
+        #expect(buffer.isEmpty)
+        // At most maxCount bytes per read; the rest waits for the next one.
+        try pty.write([1, 2, 3, 4, 5, 6, 7, 8])
+        var received: [UInt8] = []
+        while received.count < 8 {
+            try port.read(into: &buffer, maxCount: 3, until: waker)
+            #expect(buffer.count <= 3)
+            received += buffer
+        }
+        #expect(received == [1, 2, 3, 4, 5, 6, 7, 8])
+    }
+
+    @Test("a read into a buffer reports a hang-up as the plain read does")
+    func readIntoHangUp() throws {
+        var pty: PseudoTerminal? = try PseudoTerminal()
+        let port = try SerialPort(path: try #require(pty).devicePath, speed: 115200)
+        let waker = try Waker()
+        pty = nil
+        var buffer: [UInt8] = []
+        #expect(throws: SerialError.self) { try port.read(into: &buffer, maxCount: 64, until: waker) }
+        #expect(buffer.isEmpty)
+    }
+
     @Test("a large write is delivered whole")
     func largeWrite() throws {
         let pty = try PseudoTerminal()
