@@ -67,19 +67,19 @@ enum EnergyBenchmark {
         let oursCut = cut.milliwattHours(ours.times)
         Bench.report(
             "energy.every-10min.cut-supply", ours: oursCut, peer: "always-on", peerValue: cut.alwaysOn(for: day),
-            unit: "mWh", target: "ratio<=0.015")
+            unit: "mWh", target: "ratio<=0.015", ratioDigits: 3)
         Bench.report(
             "energy.every-10min.cut-supply.vs-device-hook", ours: oursCut, peer: "gpsd-device-hook",
-            peerValue: cut.milliwattHours(deviceHook.times), unit: "mWh", target: "ratio<=0.2")
+            peerValue: cut.milliwattHours(deviceHook.times), unit: "mWh", target: "ratio<=0.2", ratioDigits: 3)
         Bench.report(
             "energy.every-10min.cut-supply.vs-count-only", ours: oursCut, peer: "count-only",
-            peerValue: cut.milliwattHours(countOnly.times), unit: "mWh", target: "ratio<1")
+            peerValue: cut.milliwattHours(countOnly.times), unit: "mWh", target: "ratio<1", ratioDigits: 3)
         Bench.report(
             "energy.every-60s.backup", ours: kept.milliwattHours(everyMinute.times), peer: "continuous",
-            peerValue: kept.alwaysOn(for: day), unit: "mWh", target: "ratio<=0.33")
+            peerValue: kept.alwaysOn(for: day), unit: "mWh", target: "ratio<=0.33", ratioDigits: 3)
         Bench.report(
             "energy.mixed-day.backup", ours: kept.milliwattHours(mixed.times), peer: "always-on",
-            peerValue: kept.alwaysOn(for: day), unit: "mWh", target: "ratio<=0.025")
+            peerValue: kept.alwaysOn(for: day), unit: "mWh", target: "ratio<=0.025", ratioDigits: 3)
 
         let aided = medianTimeToFirstFix(of: ours, kind: .aided)
         let cold = medianTimeToFirstFix(of: countOnly, kind: .cold)
@@ -90,7 +90,7 @@ enum EnergyBenchmark {
         }
         Bench.report(
             "ttff.aided-after-cut", ours: aided ?? medianTimeToFirstFix(of: ours, after: 1) ?? .nan, peer: "cold",
-            peerValue: cold ?? .nan, unit: "s", target: "ours<=5")
+            peerValue: cold ?? .nan, unit: "s", target: "ours<=5", ratioDigits: 3)
         progress("energy: done in \(Bench.format(seconds(started.duration(to: ContinuousClock.now)))) s")
     }
 
