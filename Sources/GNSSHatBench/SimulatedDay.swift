@@ -59,12 +59,13 @@ struct SimulatedDay {
         let started = ContinuousClock.now
         let end = ManualClock.Instant(offset: length)
         let clients = clients
+        let length = length
 
         try await driver.run(limit: length) {
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 for client in clients {
                     group.addTask {
-                        try await Self.act(client, receiver: receiver, hat: hat, clock: clock, log: log)
+                        try await Self.act(client, until: length, receiver: receiver, hat: hat, clock: clock, log: log)
                         return false
                     }
                 }
@@ -89,7 +90,7 @@ struct SimulatedDay {
     }
 
     private static func act(
-        _ client: Client, receiver: Receiver, hat: SimulatedHat, clock: ManualClock, log: DayLog
+        _ client: Client, until length: Duration, receiver: Receiver, hat: SimulatedHat, clock: ManualClock, log: DayLog
     ) async throws {
         func taken() -> TakenFix {
             TakenFix(
@@ -110,7 +111,7 @@ struct SimulatedDay {
             }
         case .periodic(let interval, let offset, let accuracy):
             var next = offset
-            while next < EnergyBenchmark.day {
+            while next < length {
                 try await clock.sleep(until: ManualClock.Instant(offset: next))
                 let fixes = receiver.fixes.subscribe()
                 guard log.keep(fixes) else { return }
