@@ -20,11 +20,14 @@ enum Bench {
     }
 
     /// Prints one comparison line: `bench NAME: ours=V UNIT PEER=V UNIT ratio=R target=T`.
-    /// `ratio` is ours / peer.
-    static func report(_ name: String, ours: Double, peer: String, peerValue: Double, unit: String, target: String) {
+    /// `ratio` is ours / peer, with `ratioDigits` decimals (more for a target in thousandths).
+    static func report(
+        _ name: String, ours: Double, peer: String, peerValue: Double, unit: String, target: String,
+        ratioDigits: Int = 2
+    ) {
         let ratio = peerValue == 0 ? Double.infinity : ours / peerValue
         print("bench \(name): ours=\(format(ours)) \(unit) \(peer)=\(format(peerValue)) \(unit) "
-            + "ratio=\(String(format: "%.2f", ratio)) target=\(target)")
+            + "ratio=\(String(format: "%.\(ratioDigits)f", ratio)) target=\(target)")
     }
 
     static func format(_ value: Double) -> String {

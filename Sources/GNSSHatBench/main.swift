@@ -7,7 +7,8 @@ import Foundation
 let benchmarks: [(name: String, summary: String, run: () async throws -> Void)] = [
     ("signal", "RefCountedSignal delivery and subscribe+cancel vs a Mutex array and AsyncStream", SignalBenchmark.run),
     ("decode", "framer + decoders and gnss-hat decode JSON vs gpsd's gpsdecode and pyubx2", DecodeBenchmark.run),
-    ("energy", "a simulated day of clients: receiver on-time and energy vs always on (gpsd)", EnergyBenchmark.run),
+    ("energy", "simulated days of scheduled fixes: energy vs always on, a gpsd device hook, count-only; aided TTFF",
+     EnergyBenchmark.run),
     ("service", "gnss-hat serve vs gpsd on the same pty stream: latency, memory, CPU, idle wake-ups", ServiceBenchmark.run),
     ("mqtt", "gnss-hat serve --mqtt vs gpsd + a Python gps/paho bridge: latency to a subscriber, CPU per fix",
      MQTTBenchmark.run),
