@@ -190,7 +190,9 @@ extension HardwareSession {
                 return plan.fixSequence
             }
             guard let sequence else { return }
-            await failing { try await self.dutyCycle(.fix(sequence: sequence, accuracy: fix.eph, now: self.clock.now())) }
+            await failing {
+                try await self.dutyCycle(.fix(sequence: sequence, accuracy: fix.eph, now: self.clock.now()))
+            }
         }
     }
 
@@ -676,7 +678,8 @@ extension HardwareSession {
     }
 
     func planChanges() -> AsyncStream<PowerPlanStatus> {
-        let (stream, continuation) = AsyncStream.makeStream(of: PowerPlanStatus.self, bufferingPolicy: .bufferingNewest(16))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PowerPlanStatus.self, bufferingPolicy: .bufferingNewest(16))
         planObservers.add(continuation, current: planStatus)
         return stream
     }

@@ -191,7 +191,8 @@ public struct WatchPolicy: Equatable, Sendable {
             case "interval":
                 // 0 (or less): every epoch, as without it; at most a day.
                 let seconds = min(try value.double(), 86_400)
-                policy.interval = seconds.isFinite && seconds > 0 ? .milliseconds(Int64((seconds * 1000).rounded())) : nil
+                let milliseconds = seconds.isFinite && seconds > 0 ? Int64((seconds * 1000).rounded()) : 0
+                policy.interval = milliseconds > 0 ? .milliseconds(milliseconds) : nil
             case "remote", "class":
                 _ = value
             default:

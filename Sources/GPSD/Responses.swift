@@ -59,7 +59,8 @@ enum GPSDResponse {
         w.bool("pps", policy.pps)
         if let device = policy.device { w.string("device", device) }
         if let interval = policy.interval {
-            let milliseconds = interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000
+            let (seconds, attoseconds) = interval.components
+            let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
             w.key("interval")
             w.raw(milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)")
         }

@@ -412,13 +412,17 @@ func checkCutAndRestore() async throws {
         let saved = AidingState.load(from: directory, receiver: nil, now: .system())
         guard let state = saved.state else { throw ScenarioFailure("no aiding state saved: \(saved)") }
         try expect(!state.databaseRecords.isEmpty && state.position != nil,
-                   "the saved state has \(state.databaseRecords.count) records, position \(String(describing: state.position))")
+                   "the saved state has \(state.databaseRecords.count) records, "
+                   + "position \(String(describing: state.position))")
         try expect(receiver.powerPlan.statistics.aidingSaves == 1, "aiding saves: \(receiver.powerPlan.statistics)")
 
         let second = Collector(receiver.fixes.subscribe(buffering: .bounded(1000)))
         // The first value is the replayed cold fix: wait for one of the new power-on.
         try await eventually("an aided fix over DDC", within: .seconds(60), watching: [second], simulator: simulator) {
-            second.values.contains { $0.hasPosition && ($0.time.map { time in lastCold.map { time > $0 } ?? true } ?? false) }
+            second.values.contains { fix in
+                guard fix.hasPosition, let time = fix.time else { return false }
+                return lastCold.map { time > $0 } ?? true
+            }
                 && simulator.receiver.starts.count == 2
         }
         let starts = simulator.receiver.starts

@@ -42,7 +42,8 @@ enum WatchCommand: Subcommand {
         let board = try BoardChoice.load(arguments)
         let every = try arguments.seconds("every")
         if let every, every < .seconds(1) || every > .seconds(86_400) {
-            throw UsageError("--every needs a number of seconds from 1 to 86400, not '\(arguments.value("every") ?? "")'")
+            let text = arguments.value("every") ?? ""
+            throw UsageError("--every needs a number of seconds from 1 to 86400, not '\(text)'")
         }
         let accuracy = try arguments.number("accuracy", in: 0.01...100_000)
         if accuracy != nil && every == nil { throw UsageError("--accuracy needs --every") }
@@ -181,7 +182,8 @@ final class WatchSession: Sendable {
         }, onCompletion: failed)
         // The sky view is every epoch's: only a continuous watch asks for it (an observer does not count).
         let skyView: @Sendable (@escaping @Sendable (SkyView) -> Void) -> SignalToken = { [receiver, demand] body in
-            demand == nil ? receiver.sky.subscribe(onValue: body, onCompletion: failed) : receiver.sky.observe(onValue: body)
+            demand == nil
+                ? receiver.sky.subscribe(onValue: body, onCompletion: failed) : receiver.sky.observe(onValue: body)
         }
         let sky = skyView { [self] sky in
             // SKY lines are long: one when the counts change, else every tenth epoch.

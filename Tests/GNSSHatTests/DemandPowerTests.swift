@@ -165,7 +165,8 @@ struct DemandPowerTests {
         #expect(status.plan == .continuous, "\(status)")
         #expect(status.statistics.powerSaveRefusals == 1)
         #expect(status.choice.reason.contains("refused its power save"), "\(status.choice.reason)")
-        #expect(notices.withLock { $0 }.contains { $0.contains("refused its power save") }, "\(notices.withLock { $0 })")
+        let said = notices.withLock { $0 }
+        #expect(said.contains { $0.contains("refused its power save") }, "\(said)")
         #expect(rig.hat.receiver.powerSaveInterval == nil)
         noticesToken.cancel()
         fixes.cancel()
@@ -292,7 +293,8 @@ struct AidingPowerOnTests {
     func stale() async throws {
         let directory = try temporaryStateDirectory()
         var savedAt = AidingClock.system()
-        savedAt.wallClock = GNSSTime(nanosecondsSinceEpoch: savedAt.wallClock.nanosecondsSinceEpoch - 3 * 86_400 * 1_000_000_000)
+        let threeDays: Int64 = 3 * 86_400 * 1_000_000_000
+        savedAt.wallClock = GNSSTime(nanosecondsSinceEpoch: savedAt.wallClock.nanosecondsSinceEpoch - threeDays)
         savedAt.bootID = nil
         let state = AidingState(
             identity: Self.simulatedIdentity, savedAt: savedAt,

@@ -60,7 +60,8 @@ struct Schedule {
         case 4:
             let interval = Duration.seconds(Int.random(in: 5...900, using: &random))
             log.append("subscribe fixes every \(interval) (stream)")
-            streams.append(receiver.fixes(every: interval, accuracy: Bool.random(using: &random) ? 10 : nil).subscribe())
+            let accuracy: Double? = Bool.random(using: &random) ? 10 : nil
+            streams.append(receiver.fixes(every: interval, accuracy: accuracy).subscribe())
         case 5:
             let demand = randomDemand()
             log.append("hold with demand \(demand)")
