@@ -5,10 +5,10 @@ import LinuxSystem  // Lock
 
 /// A GNSS receiver on a hat, powered only while somebody listens.
 ///
-/// `events` is the base `RefCountedSignal`: its first subscriber (of it or of any derived
-/// signal) runs the board's power-on sequence — switch on, wait for the receiver, configure
-/// it — and its last one, after the linger, the power-off sequence. `fixes`, `sky`, `pps` and
-/// `messages` are derived signals that share that one session; `fixes` and `sky` hand their
+/// `demandEvents` is the base signal: its first subscriber (of it or of any view: `events`,
+/// `fixes`, ...) runs the board's power-on sequence — switch on, wait for the receiver, configure
+/// it — and its last one, after the linger, the power-off sequence. `events`, `fixes`, `sky`, `pps`
+/// and `messages` are views that share that one session; `fixes` and `sky` hand their
 /// latest value to a new subscriber at once. Any failure (a busy GPIO line, a vanished device,
 /// a receiver that never answers) reaches every subscriber as a ``ReceiverError`` after the
 /// receiver has been switched off; the next subscriber starts afresh.
@@ -40,7 +40,9 @@ public final class Receiver: ActivityReporting {
     /// without a demand counts only; use `events` for one that needs every epoch.
     public let demandEvents: DemandSignal<ReceiverEvent, FixDemand>
     /// Every event of the hardware session (messages, epoch starts, provisional and complete fixes, sky
-    /// views, PPS pulses, notices), decoded once for every view.
+    /// views, PPS pulses, notices), decoded once for every view: `demandEvents` seen by a subscriber
+    /// that needs every epoch (it counts as a continuous demand). An observer sees every event,
+    /// whoever keeps the receiver on.
     public let events: RefCountedSignal<ReceiverEvent>
     /// The fix of each navigation epoch, once the epoch has ended (provisional fixes are in `events` only);
     /// the latest is replayed to new subscribers.
