@@ -448,20 +448,9 @@ extension HardwareSession {
             family: board.chip.family, interval: interval, protocolVersion: statistics.protocolVersion)
         else { return "the \(board.chip.family) has no power save GNSSHat knows" }
         var negotiation = PowerSaveNegotiation(commands: commands.enter)
-        var outcome: PowerSaveNegotiation.Outcome?
-        await converse(
+        let outcome = await converse(
             transport: transport, start: { negotiation.start(now: $0) },
-            received: { message, now in negotiation.received(message, now: now) },
-            timer: { generation, now in negotiation.timerFired(generation: generation, now: now) }
-        ) { action in
-            switch action {
-            case .send(let bytes): return .send(bytes)
-            case let .armTimer(generation, deadline): return .arm(generation, deadline)
-            case .finish(let result):
-                outcome = result
-                return .finish
-            }
-        }
+            received: { negotiation.received($0, now: $1) }, timer: { negotiation.timerFired(generation: $0, now: $1) })
         switch outcome {
         case .active:
             updatePlan { $0.powerSaveLeave = commands.leave }
@@ -475,21 +464,10 @@ extension HardwareSession {
         guard let leave = plan.withLock({ $0.powerSaveLeave }), let transport = currentTransport else { return }
         updatePlan { $0.powerSaveLeave = nil }
         var negotiation = PowerSaveNegotiation(commands: leave)
-        var refusal: String?
-        await converse(
+        let outcome = await converse(
             transport: transport, start: { negotiation.start(now: $0) },
-            received: { message, now in negotiation.received(message, now: now) },
-            timer: { generation, now in negotiation.timerFired(generation: generation, now: now) }
-        ) { action in
-            switch action {
-            case .send(let bytes): return .send(bytes)
-            case let .armTimer(generation, deadline): return .arm(generation, deadline)
-            case .finish(let result):
-                if case .refused(let reason) = result { refusal = reason }
-                return .finish
-            }
-        }
-        if let refusal { notice("leaving the receiver's power save: \(refusal)") }
+            received: { negotiation.received($0, now: $1) }, timer: { negotiation.timerFired(generation: $0, now: $1) })
+        if case .refused(let reason)? = outcome { notice("leaving the receiver's power save: \(reason)") }
     }
 
     // MARK: - Aiding
@@ -502,26 +480,14 @@ extension HardwareSession {
         else { return }
         var machine = AidingSaveMachine(identity: nil, position: lastPosition, clock: aidingTime.read().clock)
         var written: AidingState?
-        var report: AidingSaveReport?
-        await converse(
+        let report = await converse(
             transport: transport, start: { machine.start(now: $0) },
             received: { message, now in
                 guard case .ubx(let ubx) = message else { return [] }
                 return machine.received(ubx, now: now)
             },
-            timer: { generation, now in machine.timerFired(generation: generation, now: now) }
-        ) { action in
-            switch action {
-            case .send(let bytes): return .send(bytes)
-            case let .armTimer(generation, deadline): return .arm(generation, deadline)
-            case .write(let state):
-                written = state
-                return .none
-            case .finish(let result):
-                report = result
-                return .finish
-            }
-        }
+            timer: { machine.timerFired(generation: $0, now: $1) },
+            other: { if case .write(let state) = $0 { written = state } })
         guard let report else { return }
         guard let written else {
             notice("aiding not saved: the receiver's identity is unknown (no MON-VER)")
@@ -566,20 +532,9 @@ extension HardwareSession {
             return false
         }
         var machine = AidingRestoreMachine(state: state, family: family, clock: now, clockError: clockError)
-        var report: AidingRestoreReport?
-        await converse(
+        let report = await converse(
             transport: transport, start: { machine.start(now: $0) },
-            received: { message, now in machine.received(message, now: now) },
-            timer: { generation, now in machine.timerFired(generation: generation, now: now) }
-        ) { action in
-            switch action {
-            case .send(let bytes): return .send(bytes)
-            case let .armTimer(generation, deadline): return .arm(generation, deadline)
-            case .finish(let result):
-                report = result
-                return .finish
-            }
-        }
+            received: { machine.received($0, now: $1) }, timer: { machine.timerFired(generation: $0, now: $1) })
         guard let report else { return false }
         plan.withLock { $0.statistics.aidingRestores += 1 }
         if !report.refused.isEmpty || report.outcome != .complete {
@@ -611,44 +566,37 @@ extension HardwareSession {
 
     // MARK: - Conversations
 
-    enum ConversationStep {
-        case send([UInt8])
-        case arm(UInt64, Duration)
-        case finish
-        case none
-    }
-
-    /// Runs a message-driven machine over the link: its actions (mapped by `step`) are done in order;
-    /// each message after the start goes to `received`, a timer's expiry to `timer`. Ends when the
-    /// machine finishes, the link closes, or a send fails.
-    private func converse<Action>(
+    /// Runs a message-driven machine over the link: its actions are done in order; each message after
+    /// the start goes to `received`, a timer's expiry to `timer`, an action of its own (neither a send,
+    /// a timer nor the end) to `other`. Returns the machine's outcome, or nil when the link closed or a
+    /// send failed first.
+    private func converse<Action: ConversationAction>(
         transport: any Transport,
         start: (Duration) -> [Action],
         received: (Message, Duration) -> [Action],
         timer: (UInt64, Duration) -> [Action],
-        step: (Action) -> ConversationStep
-    ) async {
+        other: (Action) -> Void = { _ in }
+    ) async -> Action.ConversationOutcome? {
         var mark = log.mark
         var actions = start(clock.now())
         var deadline: (generation: UInt64, at: Duration)?
         while true {
             for action in actions {
-                switch step(action) {
+                switch action.step {
                 case .send(let bytes):
-                    do { try await send(bytes, through: transport) } catch { return }
+                    do { try await send(bytes, through: transport) } catch { return nil }
                 case let .arm(generation, at): deadline = (generation, at)
-                case .finish: return
-                case .none: break
+                case .finish(let outcome): return outcome
+                case .other: other(action)
                 }
             }
-            guard let pending = deadline else { return }
+            guard let pending = deadline else { return nil }
             let wait = max(pending.at - clock.now(), .zero)
             let found: MessageLog.Found?
             do {
-                found = try await log.next(
-                    after: mark, within: wait, as: sequenceWorker, where: { _ in true })
+                found = try await log.next(after: mark, within: wait, as: sequenceWorker, where: { _ in true })
             } catch {
-                return
+                return nil
             }
             if let found {
                 mark = found.sequence
@@ -689,5 +637,51 @@ extension HardwareSession {
         statistics.add(plan.choice.plan, since: plan.planSince, until: now)
         return PowerPlanStatus(
             choice: plan.choice, phase: plan.phase, now: now, startTimes: plan.starts, statistics: statistics)
+    }
+}
+
+/// What a message-driven machine's action asks of the link (see `HardwareSession.converse`).
+enum ConversationStep<Outcome> {
+    case send([UInt8])
+    case arm(UInt64, Duration)
+    case finish(Outcome)
+    /// An action of the machine's own (the aiding state to write).
+    case other
+}
+
+/// The actions of the power-save and aiding machines, as conversation steps.
+protocol ConversationAction {
+    associatedtype ConversationOutcome
+    var step: ConversationStep<ConversationOutcome> { get }
+}
+
+extension PowerSaveNegotiation.Action: ConversationAction {
+    var step: ConversationStep<PowerSaveNegotiation.Outcome> {
+        switch self {
+        case .send(let bytes): .send(bytes)
+        case let .armTimer(generation, deadline): .arm(generation, deadline)
+        case .finish(let outcome): .finish(outcome)
+        }
+    }
+}
+
+extension AidingSaveMachine.Action: ConversationAction {
+    var step: ConversationStep<AidingSaveReport> {
+        switch self {
+        case .send(let bytes): .send(bytes)
+        case let .armTimer(generation, deadline): .arm(generation, deadline)
+        case .write: .other
+        case .finish(let report): .finish(report)
+        }
+    }
+}
+
+extension AidingRestoreMachine.Action: ConversationAction {
+    var step: ConversationStep<AidingRestoreReport> {
+        switch self {
+        case .send(let bytes): .send(bytes)
+        case let .armTimer(generation, deadline): .arm(generation, deadline)
+        case .finish(let report): .finish(report)
+        }
     }
 }

@@ -183,6 +183,11 @@ struct DemandPowerTests {
         #expect(rig.receiver.powerPlan.plan == .receiverPowerSave(interval: .seconds(4)))
         #expect(rig.hat.receiver.powerSaveInterval != nil)
         _ = try await rig.next(iterator)
+        // A continuous subscriber: the receiver leaves its power save (acknowledged) and tracks.
+        let (_, continuous) = try await rig.freshPosition()
+        #expect(rig.receiver.powerPlan.plan == .continuous)
+        #expect(rig.hat.receiver.powerSaveInterval == nil, "still in power save")
+        continuous.cancel()
         fixes.cancel()
         try await rig.runUntil { $0 == .off }
         await rig.shutdown()
