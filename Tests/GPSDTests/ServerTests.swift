@@ -56,6 +56,40 @@ struct ServerTests {
         #expect(fake.power.violations.isEmpty)
     }
 
+    @Test("a WATCH with \"interval\" watches the source's scheduled signal; a WATCH without it, the events again")
+    func intervalWatch() async throws {
+        let fake = FakeSource()
+        let scheduled = FakeSource()
+        let asked = Lock<[Duration]>([])
+        var source = fake.source()
+        source.scheduled = { interval in
+            asked.withLock { $0.append(interval) }
+            return scheduled.signal
+        }
+        let server = try makeServer(source)
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: server.addresses[0])
+        _ = try await client.object()
+
+        try client.send("?WATCH={\"enable\":true,\"json\":true,\"interval\":600};\n")
+        #expect(try await client.classes(2) == ["DEVICES", "WATCH"])
+        await scheduled.power.waitUntil(on: true)
+        #expect(asked.withLock { $0 } == [.seconds(600)])
+        #expect(!fake.power.isOn, "an interval watcher does not hold the every-epoch events")
+        scheduled.send(FakeSource.tpv(7))
+        var tpv = try await client.object()
+        while tpv["class"] as? String != "TPV" { tpv = try await client.object() }
+        #expect(tpv["lat"] as? Int == 7)
+
+        try client.send("?WATCH={\"enable\":true,\"json\":true};\n")
+        await fake.power.waitUntil(on: true)
+        await scheduled.power.waitUntil(on: false)
+        #expect(asked.withLock { $0 } == [.seconds(600)])
+        await server.shutdown()
+        #expect(fake.power.violations.isEmpty && scheduled.power.violations.isEmpty)
+    }
+
     @Test("nmea and raw watchers get sentences; raw 1 hex-dumps binary frames, raw 2 passes them through")
     func passThrough() async throws {
         let fake = FakeSource()
