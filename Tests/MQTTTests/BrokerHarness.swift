@@ -191,22 +191,38 @@ final class Daemon: @unchecked Sendable {
 
 /// A port nobody listens on now: the kernel's choice for a socket bound to port 0.
 func freeLoopbackPort() throws -> Int {
+    // Below the kernel's ephemeral range: a port bind(0) hands out is free only until the next outgoing
+    // connection of any process takes it as its local port (a broker started seconds later then finds it
+    // in use). Ports handed out once in this process are not handed out again.
+    let ephemeralStart = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+        .flatMap { $0.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) } }
+        ?? 32768
+    let range = 10_000..<max(10_001, ephemeralStart)
+    for _ in 0..<200 {
+        let candidate = Int.random(in: range)
+        let fresh = handedOutPorts.withLock { ports in ports.insert(candidate).inserted }
+        if fresh, try canBind(candidate) { return candidate }
+    }
+    throw TestSetupError("no free loopback port below \(ephemeralStart) after 200 tries")
+}
+
+/// The ports ``freeLoopbackPort()`` has handed out in this process.
+private let handedOutPorts = Lock<Set<Int>>([])
+
+/// Whether 127.0.0.1:`port` can be bound now (nothing listens or is connected from it).
+private func canBind(_ port: Int) throws -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestSetupError("socket: errno \(errno)") }
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    address.sin_port = UInt16(port).bigEndian
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Int32 in
-            guard bind(fd, raw, length) == 0 else { return -1 }
-            return getsockname(fd, raw, &length)
-        }
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
     }
-    guard bound == 0 else { throw TestSetupError("bind: errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return bound == 0
 }
 
 /// Runs a tool to its end and fails with its output when it fails.
