@@ -82,28 +82,10 @@ package enum DescriptorIO {
     package static func read(_ fd: CInt, device: String, maxCount: Int, timeout: Duration?, wake: Waker? = nil)
         -> ReadOutcome
     {
-        guard maxCount > 0 else { return .bytes([]) }
-        switch waitForInput(fd, device: device, timeout: timeout, wake: wake) {
-        case .readable: break
-        case .woken, .timedOut: return .timedOut
-        case .hungUp(let failure): return .hungUp(failure)
-        case .failed(let failure): return .failed(failure)
-        }
-        var bytes = [UInt8](repeating: 0, count: maxCount)
-        let count = bytes.withUnsafeMutableBytes { buffer in
-            retryingInterrupts("read", device) { system_read(fd, buffer.baseAddress, buffer.count, device) }
-        }
-        switch count {
-        case .failure(let failure) where failure.errno == .wouldBlock:
-            return .timedOut
-        case .failure(let failure):
-            return .failed(failure)
-        case .success(0):
-            return .hungUp(FailedCall(call: "read", device: device, errno: nil))
-        case .success(let n):
-            bytes.removeLast(maxCount - n)
-            return .bytes(bytes)
-        }
+        var bytes: [UInt8] = []
+        let outcome = read(fd, device: device, into: &bytes, maxCount: maxCount, timeout: timeout, wake: wake)
+        if case .bytes = outcome { return .bytes(bytes) }
+        return outcome
     }
 
     /// As ``read(_:device:maxCount:timeout:wake:)``, the bytes left in `buffer` (empty on a time-out
