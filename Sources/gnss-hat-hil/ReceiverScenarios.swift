@@ -139,12 +139,13 @@ func eventually(
 /// Runs `body` with a Receiver on the board `boardName` and the simulator behind `port`, then
 /// shuts both down, whether `body` failed or not.
 func withReceiver(
-    board boardName: String, port: SimulatorPort, lines: GPIOSimBank,
+    board boardName: String, port: SimulatorPort, lines: GPIOSimBank, options: ReceiverOptions = ReceiverOptions(),
+    settings: SimulatedReceiver.Settings = HatSimulator.settings(),
     _ body: (Receiver, HatSimulator) async throws -> Void
 ) async throws {
     let board = try BoardCatalog.load(boardName)
-    let simulator = try HatSimulator(port: port, lines: lines)
-    let receiver = try Receiver(board: board, hardware: SystemHardware(access: rigHardware()))
+    let simulator = try HatSimulator(port: port, lines: lines, settings: settings)
+    let receiver = try Receiver(board: board, options: options, hardware: SystemHardware(access: rigHardware()))
     do {
         try await body(receiver, simulator)
     } catch {
@@ -393,13 +394,11 @@ func checkCutAndRestore() async throws {
     settings.simulation.backupSupply = false
     settings.simulation.coldStart = .seconds(4)
     settings.aidedStart = .milliseconds(300)
-    let simulator = try HatSimulator(port: .ddc, lines: lines, settings: settings)
-    let board = try BoardCatalog.load("hil-ddc-cut-supply")
-    let receiver = try Receiver(
-        board: board, options: ReceiverOptions(stateDirectory: directory),
-        hardware: SystemHardware(access: rigHardware()))
-    do {
-        try checkBoardLink(board, link: .ddc)
+    try await withReceiver(
+        board: "hil-ddc-cut-supply", port: .ddc, lines: lines, options: ReceiverOptions(stateDirectory: directory),
+        settings: settings
+    ) { receiver, simulator in
+        try checkBoardLink(receiver.board, link: .ddc)
         let first = Collector(receiver.fixes.subscribe(buffering: .bounded(1000)))
         try await eventually("a cold fix over DDC", within: .seconds(60), watching: [first], simulator: simulator) {
             first.values.contains(where: \.hasPosition)
@@ -440,11 +439,5 @@ func checkCutAndRestore() async throws {
         try await eventually("the supply cut again", within: .seconds(30), simulator: simulator) {
             !simulator.isPowered && receiver.powerState == .off
         }
-    } catch {
-        await receiver.shutdown()
-        await simulator.stop()
-        throw error
     }
-    await receiver.shutdown()
-    await simulator.stop()
 }
