@@ -54,7 +54,7 @@ public final class BoardPower: Sendable {
         if strategies.contains(where: { Self.needsLink($0, on: on) }) {
             let opened = try session.openTransport(hardware.link)
             // Bytes the receiver sends meanwhile are read and dropped, so the port never fills.
-            opened.start(onBytes: { _ in }, onFailure: { _ in })
+            opened.start(onBytes: { _ in .none }, onFailure: { _ in })
             transport = opened
         }
         let runner = PowerStrategyRunner(session: session, transport: transport)

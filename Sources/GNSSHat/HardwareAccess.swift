@@ -19,6 +19,10 @@ public protocol SerialLink: ByteLink {
     /// `close()`) or a read failed (the stop comes later). A link that accounts for bytes in
     /// flight (the simulator's) stops expecting them to be read.
     func endReading()
+    /// Whether the kernel keeps what arrives while the reader sleeps without waiting on the link (a
+    /// tty's buffer does): the read loop then may pause through the middle of an epoch (``ReadPacer``).
+    /// False for links that count bytes in flight or live on a simulated clock.
+    var keepsBytesWhileReaderSleeps: Bool { get }
 }
 
 extension SerialLink {
@@ -35,9 +39,15 @@ extension SerialLink {
 
     /// Nothing to do for a link that counts nothing: the kernel keeps what arrives.
     public func endReading() {}
+
+    /// Read at once: a link of its own (a fake, the simulator's) says otherwise if it can.
+    public var keepsBytesWhileReaderSleeps: Bool { false }
 }
 
-extension SerialPort: SerialLink {}
+extension SerialPort: SerialLink {
+    /// A tty: the line discipline holds 4 KiB, and the serial core more behind it.
+    public var keepsBytesWhileReaderSleeps: Bool { true }
+}
 
 /// The hardware a `Receiver` uses.
 public struct HardwareAccess: Sendable {

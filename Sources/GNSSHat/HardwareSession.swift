@@ -72,6 +72,8 @@ final class HardwareSession: Sendable {
         var reportsFixes = false
         /// The last position with its accuracy, for the aiding state.
         var lastPosition: AidingState.Position?
+        /// Where the stream is in its epochs, for the read loop's pauses.
+        var epochs = EpochProgress(provisionalFixes: false)
     }
 
     private let state = Lock(State())
@@ -225,6 +227,7 @@ final class HardwareSession: Sendable {
         let now = clock.now()
         state.withLock { state in
             state.decoder = GNSSDecoder(options: decoding)
+            state.epochs = EpochProgress(provisionalFixes: decoding.provisionalFixes)
             state.poweredSince = now
             state.firstFixSeen = false
             state.statistics.powerOns += 1
@@ -241,7 +244,7 @@ final class HardwareSession: Sendable {
             state.withLock { $0.transport = transport }
             let startReading = {
                 transport.start(
-                    onBytes: { [weak self] bytes in self?.received(bytes) },
+                    onBytes: { [weak self] bytes in self?.received(bytes) ?? .none },
                     onFailure: { [weak self] error in self?.linkFailed(error, device: transport.name) }
                 )
             }
@@ -291,14 +294,19 @@ final class HardwareSession: Sendable {
         let link: any SerialLink
         do {
             link = try hardware.access.openSerial(path, speed, rtsCts)
+        } catch {
+            throw .link(device: path, Self.fault(error, device: path))
+        }
+        do {
             // Bytes from before this session (a receiver left running, a previous session's
             // tail) would be decoded as if they were new.
             try link.discardInput()
         } catch {
+            link.close()
             throw .link(device: path, Self.fault(error, device: path))
         }
         updateStatistics { $0.linkSpeed = speed }
-        return UARTTransport(link: link, name: path)
+        return UARTTransport(link: link, name: path, speed: speed)
     }
 
     static func fault(_ error: any Error, device: String) -> any HardwareFault {
@@ -328,7 +336,10 @@ final class HardwareSession: Sendable {
             } catch {
                 continue
             }
-            state.withLock { $0.decoder.reset() }
+            state.withLock { state in
+                state.decoder.reset()
+                state.epochs = EpochProgress(provisionalFixes: decoding.provisionalFixes)
+            }
             let speedMark = log.mark
             tried.append(speed)
             if try await firstMessage(after: speedMark, within: window, where: { _ in true }) != nil {
@@ -347,24 +358,22 @@ final class HardwareSession: Sendable {
     /// Decodes bytes from the reader and emits what they complete, in the decoder's order. The events go
     /// out as soon as the chunk is decoded (the service's TPV follows from a fix), before the session's
     /// own bookkeeping: its message log and the waiters on statistics.
-    private func received(_ bytes: [UInt8]) {
-        let (emitter, outputs, messages, ready, report) = state.withLock { state in
-            state.decoder.append(contentsOf: bytes)
+    private func received(_ bytes: [UInt8]) -> EpochMarks {
+        let (emitter, outputs, ready, report, marks) = state.withLock { state in
+            bytes.withUnsafeBytes { state.decoder.append($0) }
             state.statistics.bytesReceived += bytes.count
             var outputs: [GNSSDecoder.Output] = []
-            var messages: [Message] = []
             while let output = state.decoder.next() {
                 count(output, in: &state)
-                guard case .message(let message) = output else {
+                state.epochs.observe(output)
+                if case .message(let message) = output {
+                    // Kept past the next append (by subscribers, the log): copied if it shares the decoder's buffer.
+                    outputs.append(.message(message.owned))
+                } else {
                     outputs.append(output)
-                    continue
                 }
-                // Kept past the next append (by subscribers, the log): copied if it shares the decoder's buffer.
-                let owned = message.owned
-                messages.append(owned)
-                outputs.append(.message(owned))
             }
-            return (state.emitter, outputs, messages, Self.readyWaiters(&state), state.reportsFixes)
+            return (state.emitter, outputs, Self.readyWaiters(&state), state.reportsFixes, state.epochs.endChunk())
         }
         if let emitter {
             for output in outputs { ReceiverEvent.forEach(of: output) { emitter.send($0) } }
@@ -374,8 +383,9 @@ final class HardwareSession: Sendable {
                 if let fix = epoch.fix, fix.hasPosition { enqueuePlanJob { .fix(fix, $0) } }
             }
         }
-        log.record(messages)
+        log.record(outputs)
         for waiter in ready { waiter.resume() }
+        return marks
     }
 
     /// The statistics one decoder output changes: messages, decode errors, epochs, fixes and the time to

@@ -49,14 +49,14 @@ final class MessageLog: Sendable {
         }
     }
 
-    /// Records messages and resumes the waiters they match. A resumed waiter's time-out is
+    /// Records the messages among `outputs` and resumes the waiters they match. A resumed waiter's time-out is
     /// cancelled here, before this returns, so that a time-out can never fire for a reply that
     /// has been read.
-    func record(_ messages: [Message]) {
-        guard !messages.isEmpty else { return }
+    func record(_ outputs: [GNSSDecoder.Output]) {
+        guard !outputs.isEmpty else { return }
         let resumed = state.withLock { state -> [(Waiter, Found)] in
             var resumed: [(Waiter, Found)] = []
-            for message in messages {
+            for case .message(let message) in outputs {
                 state.sequence += 1
                 state.recent.append((state.sequence, message))
                 for (id, waiter) in state.waiters where waiter.after < state.sequence && waiter.matches(message) {

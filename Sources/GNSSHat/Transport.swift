@@ -9,9 +9,11 @@ import Signals
 protocol Transport: AnyObject, Sendable {
     /// The device, for errors and notices.
     var name: String { get }
-    /// Starts delivering received bytes to `onBytes` (one call at a time); `onFailure` is
-    /// called once if the link fails while open.
-    func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void)
+    /// Starts delivering received bytes to `onBytes` (one call at a time), which says what they did to
+    /// the epochs (a UART's read loop paces its reads by it); `onFailure` is called once if the link
+    /// fails while open.
+    func start(onBytes: @escaping @Sendable ([UInt8]) -> EpochMarks,
+               onFailure: @escaping @Sendable (any Error) -> Void)
     /// Sends bytes to the receiver.
     func send(_ bytes: [UInt8]) async throws
     /// Stops reading (no more reads or polls; sends still work, for a power-off command); returns
@@ -38,13 +40,30 @@ final class UARTTransport: Transport {
     private let loop = LoopControl()
     private let reader = SerialThread(name: "gnss-uart-read")
     private let writer = SerialThread(name: "gnss-uart-write")
+    /// When the read loop may sleep through the middle of an epoch; it does only when `paces`: the
+    /// link keeps bytes meanwhile and a waker can cut a pause short.
+    private let pacer: Lock<ReadPacer>
+    private let paces: Bool
+    /// The read loop's clock for the pacer: monotonic, from when the transport was made.
+    private let origin = ContinuousClock.now
 
-    init(link: any SerialLink, name: String) {
+    init(link: any SerialLink, name: String, speed: Int) {
         self.link = link
         self.name = name
+        // 10 bits a byte on the wire (8N1).
+        pacer = Lock(ReadPacer(bytesPerSecond: speed / 10))
+        paces = link.keepsBytesWhileReaderSleeps && wake != nil
     }
 
-    func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void) {
+    /// The pauses taken so far, and those after which the epoch's end had already come.
+    var pauses: (taken: Int, overslept: Int) {
+        pacer.withLock { ($0.pauses, $0.overslept) }
+    }
+
+    private var now: Duration { origin.duration(to: .now) }
+
+    func start(onBytes: @escaping @Sendable ([UInt8]) -> EpochMarks,
+               onFailure: @escaping @Sendable (any Error) -> Void) {
         loop.begin()
         do {
             try reader.async { [self] in readLoop(onBytes: onBytes, onFailure: onFailure) }
@@ -54,8 +73,8 @@ final class UARTTransport: Transport {
         }
     }
 
-    private func readLoop(onBytes: @escaping @Sendable ([UInt8]) -> Void,
-                      onFailure: @escaping @Sendable (any Error) -> Void) {
+    private func readLoop(onBytes: @escaping @Sendable ([UInt8]) -> EpochMarks,
+                          onFailure: @escaping @Sendable (any Error) -> Void) {
         // One buffer for the loop's life: `onBytes` gets it and lets go of it before the next read,
         // which then reuses its storage (no allocation per read).
         var bytes: [UInt8] = []
@@ -67,7 +86,13 @@ final class UARTTransport: Transport {
                 } else {
                     bytes = try link.read(maxCount: Self.readSize, timeout: Self.readTimeout)
                 }
-                if !bytes.isEmpty { onBytes(bytes) }
+                guard !bytes.isEmpty else { continue }
+                let marks = onBytes(bytes)
+                // Asleep through the middle of an epoch, the kernel keeping its bytes: woken early by
+                // a stop or a command, whose reply may be on its way.
+                if paces, let wake, let pause = pacer.withLock({ $0.chunk(marks, at: now) }) {
+                    _ = wake.wait(timeout: pause)
+                }
             } catch {
                 // The failure first: the session counts itself working until the signal has it, so
                 // that a driver of a manual clock never finds everything idle between the two.
@@ -86,6 +111,7 @@ final class UARTTransport: Transport {
 
     func setSpeed(_ speed: Int) throws {
         try link.setSpeed(speed)
+        pacer.withLock { $0 = ReadPacer(bytesPerSecond: speed / 10) }
     }
 
     func discardInput() throws {
@@ -94,6 +120,12 @@ final class UARTTransport: Transport {
 
     func send(_ bytes: [UInt8]) async throws {
         let link = link
+        if paces {
+            // A command: its reply must not wait in the kernel while the loop sleeps.
+            let sent = now
+            pacer.withLock { $0.commandSent(at: sent) }
+            wake?.wake()
+        }
         try await writer.run { try link.write(bytes) }
     }
 
@@ -168,7 +200,8 @@ final class DDCTransport: Transport {
     /// The current polling interval (for tests and statistics).
     var pollInterval: Duration { scheduleState.withLock { $0.interval } }
 
-    func start(onBytes: @escaping @Sendable ([UInt8]) -> Void, onFailure: @escaping @Sendable (any Error) -> Void) {
+    func start(onBytes: @escaping @Sendable ([UInt8]) -> EpochMarks,
+               onFailure: @escaping @Sendable (any Error) -> Void) {
         scheduleState.withLock { $0 = DDCPollSchedule(period: period) }
         // The poller works from now until its task ends, but while it waits for its next poll.
         let polling = clock.beginWork()
@@ -190,7 +223,8 @@ final class DDCTransport: Transport {
                     }
                     bytes = []
                 }
-                if !bytes.isEmpty { onBytes(bytes) }
+                // Polled on its schedule: the epochs do not pace it.
+                if !bytes.isEmpty { _ = onBytes(bytes) }
                 let pause = scheduleState.withLock { $0.next(received: bytes.count, limit: port.maxReadChunk) }
                 if pause > .zero {
                     do { try await clock.sleep(for: pause, as: polling) } catch { return }

@@ -177,6 +177,20 @@ extension Waker {
         }
     }
 
+    /// Waits until this waker is woken or `timeout` passes: true (and drained) when woken. A failed
+    /// `poll` counts as woken, so the waiter re-checks why it waits rather than sleeping on.
+    public func wait(timeout: Duration) -> Bool {
+        switch DescriptorIO.waitForInput(rawDescriptor, device: "eventfd", timeout: timeout, wake: nil) {
+        case .readable:
+            drain()
+            return true
+        case .timedOut, .woken:
+            return false
+        case .hungUp, .failed:
+            return true
+        }
+    }
+
     /// Whether the waker was woken since it was last drained (`poll` with a zero time-out);
     /// drains it when it was. A failed `poll` counts as woken, so a waiter re-checks why it waits
     /// rather than waiting on.

@@ -63,7 +63,7 @@ struct TransportTests {
         let delivered = Delivered()
         let frame = UBX.poll(.navPVT)
         bus.enqueue(frame)
-        transport.start(onBytes: { delivered.add($0) }, onFailure: { delivered.fail($0) })
+        transport.start(onBytes: { delivered.add($0); return .none }, onFailure: { delivered.fail($0) })
         await clock.waitForSleepers(1)
         #expect(delivered.bytes == frame)
         #expect(transport.pollInterval == .milliseconds(250))
@@ -95,7 +95,7 @@ struct TransportTests {
         let transport = DDCTransport(port: UBloxDDC(bus: bus), period: .seconds(1), clock: ReceiverClock(clock))
         let delivered = Delivered()
         bus.inject(.fail(.remoteIO))
-        transport.start(onBytes: { delivered.add($0) }, onFailure: { delivered.fail($0) })
+        transport.start(onBytes: { delivered.add($0); return .none }, onFailure: { delivered.fail($0) })
         await clock.waitForSleepers(1)
         #expect(delivered.failure == nil)
         for _ in 0..<(DDCTransport.failuresTolerated + 1) { bus.inject(.fail(.remoteIO)) }
@@ -119,10 +119,10 @@ struct TransportTests {
     func uartTransport() async throws {
         let link = FakeByteLink()
         let serial = FakeSerial(link: link)
-        let transport = UARTTransport(link: serial, name: link.name)
+        let transport = UARTTransport(link: serial, name: link.name, speed: 115_200)
         let delivered = Delivered()
         link.feed([1, 2, 3])
-        transport.start(onBytes: { delivered.add($0) }, onFailure: { delivered.fail($0) })
+        transport.start(onBytes: { delivered.add($0); return .none }, onFailure: { delivered.fail($0) })
         try await transport.send([9, 9])
         #expect(link.written == [[9, 9]])
         // The read loop runs on a thread of its own: closing before it has read would stop it

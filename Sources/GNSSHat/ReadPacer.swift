@@ -1,0 +1,146 @@
+// When a UART's read loop may sleep through the middle of an epoch. A receiver sends each epoch as a
+// burst of messages (RMC ... GLL, NAV-PVT ... NAV-TIMEUTC) in the same order and at nearly the same
+// moments every time; a read per message wakes the service once per message, although only two of
+// them matter at once: the epoch's first position (the early TPV) and its end (the complete TPV and
+// SKY). The pacer learns how long an epoch lasts from its start to its end and, once the epoch in
+// progress has nothing urgent left, lets the loop pause until a little before the end is due; the
+// kernel keeps the bytes meanwhile, and one read then takes them all. Pure: times come in as
+// durations on the caller's monotonic clock.
+
+import GNSSProtocol
+
+/// What one chunk of bytes did to the epochs, as the decoder saw it.
+struct EpochMarks: Sendable, Equatable {
+    /// An epoch that had started before this chunk ended in it.
+    var endedEarlierEpoch = false
+    /// An epoch started in this chunk and is still in progress at its end.
+    var startedEpoch = false
+    /// The epoch in progress at the chunk's end has nothing urgent before its end: its first position
+    /// came (and went out), or none is expected.
+    var settled = false
+
+    static let none = EpochMarks()
+}
+
+/// Where the stream is in its epochs, from the decoder's outputs one chunk after another: the
+/// ``EpochMarks`` of each chunk.
+struct EpochProgress: Sendable {
+    /// Whether the decoder gives provisional fixes: the epoch's first position then goes out at once.
+    let provisionalFixes: Bool
+    private var inProgress = false
+    private var awaitsPosition = false
+    private var lastHadPosition = false
+    private var marks = EpochMarks.none
+    private var startedHere = false
+
+    init(provisionalFixes: Bool) {
+        self.provisionalFixes = provisionalFixes
+    }
+
+    mutating func observe(_ output: GNSSDecoder.Output) {
+        switch output {
+        case .epochStarted:
+            startedHere = true
+            inProgress = true
+            // Urgent until its position came, if the epochs have positions and they go out early.
+            awaitsPosition = provisionalFixes && lastHadPosition
+        case .provisionalFix:
+            awaitsPosition = false
+        case .epoch(let epoch):
+            if startedHere { startedHere = false } else { marks.endedEarlierEpoch = true }
+            inProgress = false
+            awaitsPosition = false
+            lastHadPosition = epoch.fix?.hasPosition ?? false
+        case .message, .undecodable:
+            break
+        }
+    }
+
+    /// The marks of the chunk whose outputs were observed since the last call.
+    mutating func endChunk() -> EpochMarks {
+        var result = marks
+        result.startedEpoch = startedHere
+        result.settled = inProgress && !awaitsPosition
+        marks = .none
+        startedHere = false
+        return result
+    }
+}
+
+struct ReadPacer: Sendable {
+    /// Epochs learned before the first pause, and after a pause that overslept.
+    static let epochsToLearn = 4
+    /// Epoch lengths remembered; the shortest of them is the one planned for.
+    static let remembered = 8
+    /// The shortest pause worth a timer.
+    static let shortestPause: Duration = .milliseconds(5)
+    /// The margin before the soonest end: at least this, and an eighth of the epoch's length.
+    static let leastMargin: Duration = .milliseconds(3)
+    /// How long after a command replies are expected: no pauses then (a conversation waits).
+    static let conversationWindow: Duration = .seconds(1)
+
+    /// The longest pause: what the line can deliver while the kernel holds it (a tty keeps 4 KiB
+    /// before it throttles; half of that is planned for).
+    let longestPause: Duration
+
+    /// The lengths of recent epochs, from the read of their first message to the read of their last.
+    private(set) var lengths: [Duration] = []
+    /// When the read that started the epoch in progress returned (nil: none in progress).
+    private var epochStart: Duration?
+    private var pausedThisEpoch = false
+    /// The next chunk is the first after a pause: an epoch end in it may have waited in the kernel.
+    private var justPaused = false
+    private var conversationUntil: Duration?
+    /// Pauses taken, and those after which the epoch's end was already there.
+    private(set) var pauses = 0
+    private(set) var overslept = 0
+
+    /// A pacer for a line of `bytesPerSecond`.
+    init(bytesPerSecond: Int) {
+        let rate = max(bytesPerSecond, 1)
+        longestPause = .milliseconds(2048 * 1000 / rate)
+    }
+
+    /// A command went to the receiver at `now`: replies are due, so nothing pauses for a while.
+    mutating func commandSent(at now: Duration) {
+        conversationUntil = now + Self.conversationWindow
+    }
+
+    /// The read of a chunk returned at `now` and the decoder found `marks` in it: how long the loop may
+    /// sleep before the next read (nil: read again at once).
+    mutating func chunk(_ marks: EpochMarks, at now: Duration) -> Duration? {
+        let afterPause = justPaused
+        justPaused = false
+        if marks.endedEarlierEpoch {
+            if afterPause {
+                // The end was in the kernel when the pause ended: it waited. Learn again.
+                overslept += 1
+                lengths.removeAll()
+            } else if let start = epochStart {
+                lengths.append(now - start)
+                if lengths.count > Self.remembered { lengths.removeFirst() }
+            }
+            epochStart = nil
+        }
+        if marks.startedEpoch {
+            // A start that waited in the kernel (after a pause, under load) is taken as later than it
+            // came: the length measured is then shorter than the epoch's, which pauses less.
+            epochStart = now
+            pausedThisEpoch = false
+        }
+        guard marks.settled, !pausedThisEpoch, let start = epochStart, lengths.count >= Self.epochsToLearn,
+              let shortest = lengths.min()
+        else { return nil }
+        if let until = conversationUntil {
+            if now < until { return nil }
+            conversationUntil = nil
+        }
+        let margin = max(Self.leastMargin, shortest / 8)
+        let pause = min(start + shortest - margin - now, longestPause)
+        guard pause >= Self.shortestPause else { return nil }
+        pausedThisEpoch = true
+        justPaused = true
+        pauses += 1
+        return pause
+    }
+}

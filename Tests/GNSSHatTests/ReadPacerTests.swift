@@ -1,0 +1,243 @@
+import Foundation
+@testable import GNSSHat
+import GNSSProtocol
+import Testing
+import TestSupport
+
+/// A read loop over a line that delivers messages at given moments, with the kernel keeping what
+/// comes while the loop pauses: the moments the loop reads at, given the pacer's pauses.
+private struct PacedLine {
+    enum Kind {
+        /// The epoch's first message; `position` when it carries the position (RMC, NAV-PVT).
+        case start(position: Bool)
+        case position
+        case middle
+        case end
+    }
+
+    var pacer: ReadPacer
+    /// When the loop can read next (after a pause).
+    private var readyAt: Duration = .zero
+    /// Every read: when it returned and how many messages it took.
+    private(set) var reads: [(at: Duration, messages: Int)] = []
+    private var positionPending = false
+
+    init(bytesPerSecond: Int = 11_520) {
+        pacer = ReadPacer(bytesPerSecond: bytesPerSecond)
+    }
+
+    /// Delivers `messages` (time, kind), in time order, to the pacer as the loop would read them.
+    mutating func run(_ messages: [(Duration, Kind)]) {
+        var index = 0
+        while index < messages.count {
+            let at = max(messages[index].0, readyAt)
+            var marks = EpochMarks.none
+            var startedHere = false
+            var taken = 0
+            var inProgress = false
+            while index < messages.count && messages[index].0 <= at {
+                switch messages[index].1 {
+                case .start(let position):
+                    startedHere = true
+                    inProgress = true
+                    positionPending = !position
+                case .position:
+                    positionPending = false
+                    inProgress = true
+                case .middle:
+                    inProgress = true
+                case .end:
+                    if startedHere { startedHere = false } else { marks.endedEarlierEpoch = true }
+                    inProgress = false
+                    positionPending = false
+                }
+                index += 1
+                taken += 1
+            }
+            marks.startedEpoch = startedHere
+            marks.settled = inProgress && !positionPending
+            reads.append((at, taken))
+            readyAt = pacer.chunk(marks, at: at).map { at + $0 } ?? at
+        }
+    }
+
+    /// An NMEA-like epoch at `start`: the position first, a message every 6 ms, the end at `length`.
+    static func epoch(at start: Duration, length: Duration = .milliseconds(80),
+                      positionFirst: Bool = true) -> [(Duration, Kind)] {
+        var messages: [(Duration, Kind)] = [(start, .start(position: positionFirst))]
+        var offset = Duration.milliseconds(6)
+        if !positionFirst {
+            messages.append((start + offset, .position))
+            offset += .milliseconds(6)
+        }
+        while offset < length {
+            messages.append((start + offset, .middle))
+            offset += .milliseconds(6)
+        }
+        messages.append((start + length, .end))
+        return messages
+    }
+
+    static func epochs(_ count: Int, from first: Int = 0, length: Duration = .milliseconds(80),
+                       positionFirst: Bool = true) -> [(Duration, Kind)] {
+        (first..<first + count).flatMap {
+            epoch(at: .milliseconds(100 * $0), length: length, positionFirst: positionFirst)
+        }
+    }
+}
+
+@Suite("The read pacer: a UART's reads through the middle of an epoch")
+struct ReadPacerTests {
+    @Test("learns four epochs, then sleeps from the position to a margin before the soonest end")
+    func learnsThenPauses() {
+        var line = PacedLine()
+        line.run(PacedLine.epochs(4))
+        #expect(line.pacer.pauses == 0)
+        #expect(line.reads.count == 4 * 15)  // every message its own read
+        #expect(line.pacer.lengths == Array(repeating: .milliseconds(80), count: 4))
+        let before = line.reads.count
+        line.run(PacedLine.epochs(1, from: 4))
+        // The start (the position) at 400 ms, then a pause to 400 + 80 - 10 (an eighth of 80) ms; the
+        // messages of 472 and 478 ms are read as they come, and so is the end.
+        let reads = line.reads[before...].map(\.at)
+        #expect(Array(reads) == [400, 470, 472, 478, 480].map { .milliseconds($0) })
+        #expect(line.reads[before + 1].messages == 11)  // what came while asleep (406 to 466 ms), in one read
+        #expect(line.pacer.pauses == 1)
+        #expect(line.pacer.overslept == 0)
+        // The end still read when it came: its epoch measured in full.
+        #expect(line.pacer.lengths.last == .milliseconds(80))
+    }
+
+    @Test("an epoch that ends sooner than planned counts as overslept and the pacer learns again")
+    func oversleptRelearns() {
+        var line = PacedLine()
+        line.run(PacedLine.epochs(5))
+        #expect(line.pacer.pauses == 1)
+        // The receiver sends less (fewer satellites): the end comes at 50 ms, inside the 70 ms pause.
+        line.run(PacedLine.epoch(at: .milliseconds(500), length: .milliseconds(50)))
+        #expect(line.pacer.pauses == 2)
+        #expect(line.pacer.overslept == 1)
+        #expect(line.pacer.lengths.isEmpty)
+        line.run(PacedLine.epochs(4, from: 6, length: .milliseconds(50)))
+        #expect(line.pacer.pauses == 2)  // learning again, awake
+        line.run(PacedLine.epochs(1, from: 10, length: .milliseconds(50)))
+        #expect(line.pacer.pauses == 3)
+        #expect(line.pacer.overslept == 1)
+        #expect(line.reads.last?.at == .milliseconds(1050))
+    }
+
+    @Test("no pause before the epoch's first position has come: the early TPV waits for nothing")
+    func positionFirst() {
+        var line = PacedLine()
+        line.run(PacedLine.epochs(5, positionFirst: false))
+        // Epoch 4: its start (no position) at 400 is read awake, so is the position at 406; the pause
+        // then runs from 406 to 400 + 80 - 10.
+        let reads = line.reads.filter { $0.at >= .milliseconds(400) }.map(\.at)
+        #expect(reads.prefix(3) == [.milliseconds(400), .milliseconds(406), .milliseconds(470)])
+        #expect(line.pacer.pauses == 1)
+    }
+
+    @Test("one pause per epoch, none while a command's replies are due, none shorter than 5 ms")
+    func limits() {
+        var line = PacedLine()
+        line.run(PacedLine.epochs(4))
+        line.pacer.commandSent(at: .milliseconds(390))
+        line.run(PacedLine.epochs(10, from: 4))
+        // Within a second of the command (epochs 4 to 13 start before 1390 ms) nothing pauses.
+        #expect(line.pacer.pauses == 0)
+        line.run(PacedLine.epochs(3, from: 14))
+        #expect(line.pacer.pauses == 3)
+
+        var short = PacedLine()
+        short.run(PacedLine.epochs(8, length: .milliseconds(7)))
+        #expect(short.pacer.pauses == 0)
+    }
+
+    @Test("a pause never outlasts what the line's kernel buffer holds")
+    func longestPause() {
+        #expect(ReadPacer(bytesPerSecond: 11_520).longestPause == .milliseconds(177))
+        // 409,600 bytes a second: 2 KiB in 5 ms, not the 70 ms the epochs would allow.
+        var fast = PacedLine(bytesPerSecond: 409_600)
+        fast.run(PacedLine.epochs(4))
+        #expect(fast.pacer.longestPause == .milliseconds(5))
+        let start = EpochMarks(startedEpoch: true, settled: true)
+        #expect(fast.pacer.chunk(start, at: .milliseconds(400)) == .milliseconds(5))
+        var slow = PacedLine()
+        slow.run(PacedLine.epochs(4))
+        #expect(slow.pacer.chunk(start, at: .milliseconds(400)) == .milliseconds(70))
+    }
+}
+
+@Suite("Epoch progress: the marks of each chunk, from the decoder")
+struct EpochProgressTests {
+    /// A capture from gpsd's regression tests read one line at a time, as a read loop gets a
+    /// receiver's messages: each chunk's outputs and marks.
+    static func chunks(_ name: String, provisionalFixes: Bool) throws
+        -> [(outputs: [GNSSDecoder.Output], marks: EpochMarks)]
+    {
+        let capture = try [UInt8](Data(contentsOf: TestPaths.corpus().appendingPathComponent("gpsd/\(name)")))
+        var decoder = GNSSDecoder(options: GNSSDecoder.Options(provisionalFixes: provisionalFixes))
+        var progress = EpochProgress(provisionalFixes: provisionalFixes)
+        var result: [(outputs: [GNSSDecoder.Output], marks: EpochMarks)] = []
+        for line in capture.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            decoder.append(contentsOf: Array(line) + [0x0A])
+            var outputs: [GNSSDecoder.Output] = []
+            while let output = decoder.next() {
+                progress.observe(output)
+                outputs.append(output)
+            }
+            result.append((outputs, progress.endChunk()))
+        }
+        return result
+    }
+
+    @Test("each epoch: one chunk starts it, one ends it; settled once its position went out", arguments: [
+        "mt3339.log", "ublox-8.log", "bu353s4.log",
+    ])
+    func marks(capture: String) throws {
+        for provisional in [true, false] {
+            let chunks = try Self.chunks(capture, provisionalFixes: provisional)
+            var epochs = 0
+            var (starts, ends) = (0, 0)
+            var (settledChunks, urgentChunks) = (0, 0)
+            var inProgress = false
+            var positionOut = false
+            var lastHadPosition = false
+            for chunk in chunks {
+                var startedHere = false
+                var endedEarlier = false
+                for output in chunk.outputs {
+                    switch output {
+                    case .epochStarted:
+                        (inProgress, startedHere, positionOut) = (true, true, false)
+                    case .provisionalFix:
+                        positionOut = true
+                    case .epoch(let epoch):
+                        epochs += 1
+                        if startedHere { startedHere = false } else { endedEarlier = true }
+                        inProgress = false
+                        lastHadPosition = epoch.fix?.hasPosition ?? false
+                    default:
+                        break
+                    }
+                }
+                #expect(chunk.marks.startedEpoch == startedHere)
+                #expect(chunk.marks.endedEarlierEpoch == endedEarlier)
+                if chunk.marks.startedEpoch { starts += 1 }
+                if chunk.marks.endedEarlierEpoch { ends += 1 }
+                // Urgent while the epoch's position is due and goes out early: the previous epoch
+                // had one and this one has not sent it yet.
+                let urgent = inProgress && provisional && !positionOut && lastHadPosition
+                #expect(chunk.marks.settled == (inProgress && !urgent), "\(capture), provisional: \(provisional)")
+                if chunk.marks.settled { settledChunks += 1 }
+                if urgent { urgentChunks += 1 }
+            }
+            // One sentence a chunk: every epoch but the first began in a chunk before its end.
+            #expect(epochs > 10)
+            #expect(ends >= epochs - 1)
+            #expect(starts >= ends - 1)
+            #expect(settledChunks > epochs, "most of each epoch's messages may wait")
+            if !provisional { #expect(urgentChunks == 0) }
+        }
+    }
+}
