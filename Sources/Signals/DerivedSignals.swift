@@ -96,30 +96,49 @@ extension DemandSignal {
     /// them, so guard that state with a lock) and may throw: the view then fails with that error,
     /// its subscribers get it, and this signal is released; the next subscriber starts the view
     /// afresh. An observer of the view sees the values the view delivers while it runs.
+    @inlinable
     public func withDemand<T: Sendable>(
         _ demand: Demand,
         configuration: SignalConfiguration = SignalConfiguration(),
         _ transform: @escaping @Sendable (Value) throws -> T?
     ) -> RefCountedSignal<T> {
-        demandView(demand, configuration: configuration, transform, observeUpstream: nil)
+        // The forwarding call is made here, inlined into the client: specialised for its types, a
+        // value goes to the view's subscribers without a runtime lookup of generic metadata.
+        demandView(demand, configuration: configuration, forward: { emitter in
+            { value in
+                do {
+                    if let transformed = try transform(value) { emitter.send(transformed) }
+                } catch {
+                    emitter.fail(error)
+                }
+            }
+        }, observeUpstream: nil)
     }
 
     /// This signal's values as a count-only view whose runs subscribe this signal with `demand`
     /// (see ``withDemand(_:configuration:_:)``). An observer of the view observes this signal: it
     /// sees every value, whoever keeps the producer running.
+    @inlinable
     public func withDemand(
         _ demand: Demand, configuration: SignalConfiguration = SignalConfiguration()
     ) -> RefCountedSignal<Value> {
-        demandView(demand, configuration: configuration, { $0 }, observeUpstream: { [self] onValue, onCompletion in
-            observe(onValue: onValue, onCompletion: onCompletion)
-        })
+        demandView(demand, configuration: configuration, forward: { emitter in { emitter.send($0) } },
+                   observeUpstream: { [self] onValue, onCompletion in
+                       observe(onValue: onValue, onCompletion: onCompletion)
+                   })
     }
 
-    private func demandView<T: Sendable>(
+    /// A view whose runs subscribe this signal with `demand`; `forward` makes, for each run, the
+    /// call that hands it this signal's values.
+    @usableFromInline
+    func demandView<T: Sendable>(
         _ demand: Demand,
         configuration: SignalConfiguration,
-        _ transform: @escaping @Sendable (Value) throws -> T?,
-        observeUpstream: RefCountedSignal<T>.ObserveUpstream?
+        forward: @escaping @Sendable (SignalEmitter<T>) -> @Sendable (Value) -> Void,
+        observeUpstream: (@Sendable (
+            _ onValue: @escaping @Sendable (T) -> Void,
+            _ onCompletion: @escaping @Sendable (SignalCompletion) -> Void
+        ) -> SignalToken)?
     ) -> RefCountedSignal<T> {
         let upstream = Lock<SignalToken?>(nil)
         let fixed = AnyDemand(demand)
@@ -130,13 +149,7 @@ extension DemandSignal {
             start: { [self] emitter, _ in
                 let (token, id) = subscribeCallback(
                     demand: fixed,
-                    call: { value in
-                        do {
-                            if let transformed = try transform(value) { emitter.send(transformed) }
-                        } catch {
-                            emitter.fail(error)
-                        }
-                    },
+                    call: forward(emitter),
                     callSample: nil,
                     onCompletion: { completion in
                         if case let .failure(error) = completion { emitter.fail(error) }
