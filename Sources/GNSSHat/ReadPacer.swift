@@ -74,8 +74,12 @@ struct ReadPacer: Sendable {
     static let remembered = 8
     /// The shortest pause worth a timer.
     static let shortestPause: Duration = .milliseconds(5)
-    /// The margin before the soonest end: at least this, and an eighth of the epoch's length.
-    static let leastMargin: Duration = .milliseconds(3)
+    /// The margin before the soonest end: this, plus how much the remembered lengths differ (a
+    /// steady receiver's epochs differ by the scheduling of a read; one whose output changes, by the
+    /// messages it adds and drops), plus what late wake-ups taught.
+    static let leastMargin: Duration = .milliseconds(1)
+    /// The most that late wake-ups add to the margin.
+    static let mostForLateWakes: Duration = .milliseconds(4)
     /// How long after a command replies are expected: no pauses then (a conversation waits).
     static let conversationWindow: Duration = .seconds(1)
 
@@ -91,6 +95,9 @@ struct ReadPacer: Sendable {
     /// The next chunk is the first after a pause: an epoch end in it may have waited in the kernel.
     private var justPaused = false
     private var conversationUntil: Duration?
+    /// Added to the margin each time a pause ended too late for an epoch of the usual length (the
+    /// timer's wake-up came late: a loaded machine), up to ``mostForLateWakes``.
+    private(set) var lateWakeMargin: Duration = .zero
     /// Pauses taken, and those after which the epoch's end was already there.
     private(set) var pauses = 0
     private(set) var overslept = 0
@@ -113,9 +120,14 @@ struct ReadPacer: Sendable {
         justPaused = false
         if marks.endedEarlierEpoch {
             if afterPause {
-                // The end was in the kernel when the pause ended: it waited. Learn again.
+                // The end was in the kernel when the pause ended: it waited. An epoch shorter than
+                // planned: learn again. One as long as usual: the wake-up came late; wake earlier.
                 overslept += 1
-                lengths.removeAll()
+                if let start = epochStart, let shortest = lengths.min(), now - start >= shortest {
+                    lateWakeMargin = min(lateWakeMargin + Self.leastMargin, Self.mostForLateWakes)
+                } else {
+                    lengths.removeAll()
+                }
             } else if let start = epochStart {
                 lengths.append(now - start)
                 if lengths.count > Self.remembered { lengths.removeFirst() }
@@ -129,14 +141,16 @@ struct ReadPacer: Sendable {
             pausedThisEpoch = false
         }
         guard marks.settled, !pausedThisEpoch, let start = epochStart, lengths.count >= Self.epochsToLearn,
-              let shortest = lengths.min()
+              let shortest = lengths.min(), let longest = lengths.max()
         else { return nil }
         if let until = conversationUntil {
             if now < until { return nil }
             conversationUntil = nil
         }
-        let margin = max(Self.leastMargin, shortest / 8)
-        let pause = min(start + shortest - margin - now, longestPause)
+        let margin = Self.leastMargin + (longest - shortest) + lateWakeMargin
+        // In whole milliseconds, rounded down: the loop's wait counts milliseconds and rounds up.
+        let planned = min(start + shortest - margin - now, longestPause).components
+        let pause = Duration.milliseconds(planned.seconds * 1000 + planned.attoseconds / 1_000_000_000_000_000)
         guard pause >= Self.shortestPause else { return nil }
         pausedThisEpoch = true
         justPaused = true

@@ -26,8 +26,9 @@ private struct PacedLine {
         pacer = ReadPacer(bytesPerSecond: bytesPerSecond)
     }
 
-    /// Delivers `messages` (time, kind), in time order, to the pacer as the loop would read them.
-    mutating func run(_ messages: [(Duration, Kind)]) {
+    /// Delivers `messages` (time, kind), in time order, to the pacer as the loop would read them; each
+    /// pause's wake-up comes `lateness` after its end.
+    mutating func run(_ messages: [(Duration, Kind)], lateness: Duration = .zero) {
         var index = 0
         while index < messages.count {
             let at = max(messages[index].0, readyAt)
@@ -57,7 +58,7 @@ private struct PacedLine {
             marks.startedEpoch = startedHere
             marks.settled = inProgress && !positionPending
             reads.append((at, taken))
-            readyAt = pacer.chunk(marks, at: at).map { at + $0 } ?? at
+            readyAt = pacer.chunk(marks, at: at).map { at + $0 + lateness } ?? at
         }
     }
 
@@ -97,11 +98,11 @@ struct ReadPacerTests {
         #expect(line.pacer.lengths == Array(repeating: .milliseconds(80), count: 4))
         let before = line.reads.count
         line.run(PacedLine.epochs(1, from: 4))
-        // The start (the position) at 400 ms, then a pause to 400 + 80 - 10 (an eighth of 80) ms; the
-        // messages of 472 and 478 ms are read as they come, and so is the end.
+        // The start (the position) at 400 ms, then a pause to 400 + 80 - 1 ms (the least margin: the
+        // lengths do not differ); the end is read as it comes.
         let reads = line.reads[before...].map(\.at)
-        #expect(Array(reads) == [400, 470, 472, 478, 480].map { .milliseconds($0) })
-        #expect(line.reads[before + 1].messages == 11)  // what came while asleep (406 to 466 ms), in one read
+        #expect(Array(reads) == [400, 479, 480].map { .milliseconds($0) })
+        #expect(line.reads[before + 1].messages == 13)  // what came while asleep (406 to 478 ms), in one read
         #expect(line.pacer.pauses == 1)
         #expect(line.pacer.overslept == 0)
         // The end still read when it came: its epoch measured in full.
@@ -113,7 +114,7 @@ struct ReadPacerTests {
         var line = PacedLine()
         line.run(PacedLine.epochs(5))
         #expect(line.pacer.pauses == 1)
-        // The receiver sends less (fewer satellites): the end comes at 50 ms, inside the 70 ms pause.
+        // The receiver sends less (fewer satellites): the end comes at 50 ms, inside the 79 ms pause.
         line.run(PacedLine.epoch(at: .milliseconds(500), length: .milliseconds(50)))
         #expect(line.pacer.pauses == 2)
         #expect(line.pacer.overslept == 1)
@@ -126,14 +127,34 @@ struct ReadPacerTests {
         #expect(line.reads.last?.at == .milliseconds(1050))
     }
 
+    @Test("a wake-up that comes late widens the margin; the epochs' lengths are kept")
+    func lateWakeUp() {
+        var line = PacedLine()
+        line.run(PacedLine.epochs(4))
+        // Planned to 479 ms, woken at 481: the end of 480 waited 1 ms.
+        line.run(PacedLine.epochs(1, from: 4), lateness: .milliseconds(2))
+        #expect(line.pacer.overslept == 1)
+        #expect(line.pacer.lateWakeMargin == .milliseconds(1))
+        #expect(line.pacer.lengths.count == 4)
+        // Paused again at once, 2 ms before the end: woken 1 ms late, it still reads the end as it comes.
+        let before = line.reads.count
+        line.run(PacedLine.epochs(1, from: 5), lateness: .milliseconds(1))
+        #expect(line.reads[before...].map(\.at) == [500, 579, 580].map { .milliseconds($0) })
+        #expect(line.pacer.overslept == 1)
+        #expect(line.pacer.pauses == 2)
+        // Late wake-ups add at most 4 ms.
+        for epoch in 6..<20 { line.run(PacedLine.epochs(1, from: epoch), lateness: .milliseconds(10)) }
+        #expect(line.pacer.lateWakeMargin == .milliseconds(4))
+    }
+
     @Test("no pause before the epoch's first position has come: the early TPV waits for nothing")
     func positionFirst() {
         var line = PacedLine()
         line.run(PacedLine.epochs(5, positionFirst: false))
         // Epoch 4: its start (no position) at 400 is read awake, so is the position at 406; the pause
-        // then runs from 406 to 400 + 80 - 10.
+        // then runs from 406 to 400 + 80 - 1.
         let reads = line.reads.filter { $0.at >= .milliseconds(400) }.map(\.at)
-        #expect(reads.prefix(3) == [.milliseconds(400), .milliseconds(406), .milliseconds(470)])
+        #expect(reads.prefix(3) == [.milliseconds(400), .milliseconds(406), .milliseconds(479)])
         #expect(line.pacer.pauses == 1)
     }
 
@@ -149,14 +170,14 @@ struct ReadPacerTests {
         #expect(line.pacer.pauses == 3)
 
         var short = PacedLine()
-        short.run(PacedLine.epochs(8, length: .milliseconds(7)))
+        short.run(PacedLine.epochs(8, length: .milliseconds(5)))
         #expect(short.pacer.pauses == 0)
     }
 
     @Test("a pause never outlasts what the line's kernel buffer holds")
     func longestPause() {
         #expect(ReadPacer(bytesPerSecond: 11_520).longestPause == .milliseconds(177))
-        // 409,600 bytes a second: 2 KiB in 5 ms, not the 70 ms the epochs would allow.
+        // 409,600 bytes a second: 2 KiB in 5 ms, not the 79 ms the epochs would allow.
         var fast = PacedLine(bytesPerSecond: 409_600)
         fast.run(PacedLine.epochs(4))
         #expect(fast.pacer.longestPause == .milliseconds(5))
@@ -164,7 +185,7 @@ struct ReadPacerTests {
         #expect(fast.pacer.chunk(start, at: .milliseconds(400)) == .milliseconds(5))
         var slow = PacedLine()
         slow.run(PacedLine.epochs(4))
-        #expect(slow.pacer.chunk(start, at: .milliseconds(400)) == .milliseconds(70))
+        #expect(slow.pacer.chunk(start, at: .milliseconds(400)) == .milliseconds(79))
     }
 }
 
