@@ -20,6 +20,9 @@ public enum ReceiverEvent: Sendable {
     case fix(Fix)
     /// The sky view of a navigation epoch (gpsd SKY meaning).
     case sky(SkyView)
+    /// A navigation epoch ended: its `fix` and `sky` (either may be absent) were just delivered. A
+    /// consumer that writes both can write them together (the service sends them in one write).
+    case epochEnded
     /// A time pulse on the board's PPS line.
     case pps(PPSPulse)
     /// Something a user should know that is not an error, e.g. the speed the receiver was found at.
@@ -44,6 +47,7 @@ extension ReceiverEvent {
         case .epoch(let epoch):
             if let fix = epoch.fix { deliver(.fix(fix)) }
             if let sky = epoch.sky { deliver(.sky(sky)) }
+            deliver(.epochEnded)
         }
     }
 }

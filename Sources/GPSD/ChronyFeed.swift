@@ -53,6 +53,8 @@ final class ChronyFeed: Sendable {
             if let serialPath { send(offset, isPulse: false, path: serialPath, pps: false) }
         case .pulse(let offset):
             if let ppsPath { send(offset, isPulse: false, path: ppsPath, pps: true) }
+        case .batch(let events):
+            for event in events { deliver(event) }
         default:
             break
         }

@@ -118,9 +118,11 @@ struct ClientSession {
 }
 
 extension WatchPolicy {
-    /// The line `event` becomes under this policy, nil for none: an event is at most one line, and a
-    /// TPV, SKY, sentence or frame is the source's own bytes, shared by every client that gets it
-    /// (`pulse`, `timeOffset` and raw-1 hex are encoded here, once per client that wants them).
+    /// The line `event` becomes under this policy, nil for none: an event is at most one line (a batch,
+    /// the lines of its events this client wants, joined: one write, and dropped whole by a full
+    /// queue), and a TPV, SKY, sentence or frame is the source's own bytes, shared by every client
+    /// that gets it (`pulse`, `timeOffset` and raw-1 hex are encoded here, once per client that wants
+    /// them).
     func line(for event: GPSDEvent, path: String) -> [UInt8]? {
         guard enable else { return nil }
         switch event {
@@ -138,6 +140,14 @@ extension WatchPolicy {
             case 1: return ClientSession.hexDump(bytes)
             default: return nil
             }
+        case .batch(let events):
+            // One line after another, as one write: the first line as it is when it is the only one.
+            var joined: [UInt8]?
+            for event in events {
+                guard let line = line(for: event, path: path) else { continue }
+                if joined == nil { joined = line } else { joined?.append(contentsOf: line) }
+            }
+            return joined
         }
     }
 }

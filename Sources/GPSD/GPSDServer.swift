@@ -247,6 +247,7 @@ final class ReportMemory: Sendable {
         switch event {
         case .tpv(let line): state.withLock { $0.tpv = line; $0.sawData = true }
         case .sky(let line): state.withLock { $0.sky = line; $0.sawData = true }
+        case .batch(let events): for event in events { record(event) }
         default: break
         }
     }

@@ -34,6 +34,9 @@ public enum GPSDEvent: Sendable {
     case sentence([UInt8])
     /// A binary frame (UBX, RTCM3) as the receiver sent it.
     case frame([UInt8])
+    /// The reports of one epoch's end (its TPV, TOFF and SKY), in order: a client gets the lines it
+    /// wants of them in one write.
+    case batch([GPSDEvent])
 }
 
 /// The device as DEVICE objects describe it (gpsd's `struct devconfig_t`).

@@ -120,6 +120,10 @@ struct ReportEncoder {
     /// Wall-clock time of the latest epoch start: the arrival of the first message after an epoch ended.
     private var epochStart: Int64?
     private var buffer: [UInt8] = []
+    /// The reports of an epoch's end (TPV, TOFF, SKY), held until it has ended: they go out as one batch,
+    /// one write per client. Any other event lets them go first, so none waits for longer than the
+    /// epoch's own events.
+    private var held: [GPSDEvent] = []
 
     init(device: String, demand: PassThroughDemand = PassThroughDemand(wanted: true)) {
         self.device = device
@@ -129,6 +133,33 @@ struct ReportEncoder {
 
     /// The reports of one receiver event received at wall-clock `now` (monotonic `monotonicNow`).
     mutating func consume(_ event: ReceiverEvent, at now: Int64, monotonicNow: Int64) -> Reports {
+        switch event {
+        case .fix, .sky:
+            for report in reports(event, at: now, monotonicNow: monotonicNow) { held.append(report) }
+            return Reports()
+        case .epochEnded:
+            return releaseHeld()
+        default:
+            // Not expected between a fix and its epoch's end; should one come, what was held goes first.
+            var released = releaseHeld()
+            guard let first = released.next() else { return reports(event, at: now, monotonicNow: monotonicNow) }
+            // The event's own reports are at most one here (a fix's two are held).
+            var own = reports(event, at: now, monotonicNow: monotonicNow)
+            return Reports(first, own.next())
+        }
+    }
+
+    /// The held reports as one event (none, one, or a batch).
+    private mutating func releaseHeld() -> Reports {
+        defer { held.removeAll(keepingCapacity: true) }
+        switch held.count {
+        case 0: return Reports()
+        case 1: return Reports(held[0])
+        default: return Reports(.batch(held))
+        }
+    }
+
+    private mutating func reports(_ event: ReceiverEvent, at now: Int64, monotonicNow: Int64) -> Reports {
         switch event {
         case .message(let message):
             return demand.isWanted ? Reports(Self.passThrough(message)) : Reports()
@@ -152,7 +183,7 @@ struct ReportEncoder {
             let clock = pulse.systemTime(wallNow: now, monotonicNow: monotonicNow)
             let real = (clock + 500_000_000) / 1_000_000_000 * 1_000_000_000
             return Reports(.pulse(TimeOffset(real: real, clock: clock)))
-        case .notice, .fixWindowClosed:
+        case .notice, .fixWindowClosed, .epochEnded:
             return Reports()
         }
     }

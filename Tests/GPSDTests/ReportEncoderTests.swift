@@ -49,6 +49,7 @@ private func describe(_ event: GPSDEvent) -> String {
     case .pulse(let offset): "PPS real \(offset.real) clock \(offset.clock)"
     case .sentence(let bytes): "NMEA " + String(decoding: bytes, as: UTF8.self)
     case .frame(let bytes): "FRAME \(bytes.count)"
+    case .batch(let events): events.map(describe).joined(separator: "\n")
     }
 }
 
@@ -63,7 +64,12 @@ struct ReportEncoderTests {
         for (index, sentence) in epochs.enumerated() {
             for event in events(sentence, &decoder) {
                 for report in encoder.consume(event, at: Int64(index) * 1_000_000, monotonicNow: 0) {
-                    output.append((index, describe(report)))
+                    // An epoch end's batch, as its reports one after another.
+                    if case .batch(let reports) = report {
+                        for report in reports { output.append((index, describe(report))) }
+                    } else {
+                        output.append((index, describe(report)))
+                    }
                 }
             }
         }
@@ -84,6 +90,30 @@ struct ReportEncoderTests {
         let offsets = output.filter { $0.event.hasPrefix("TOFF ") }.map(\.event)
         #expect(offsets.first == "TOFF real \(1_782_734_400_000_000_000) clock 0")
         #expect(offsets.count == 2)
+    }
+
+    @Test("an epoch's TPV, TOFF and SKY go out together when it ends; other events are not held")
+    func epochEndBatch() throws {
+        var decoder = GNSSDecoder()
+        var encoder = ReportEncoder(device: "/dev/ttyS0")
+        var reports: [GPSDEvent] = []
+        let gsv = nmea("GPGSV,1,1,02,01,40,083,46,02,17,308,41")
+        for sentence in epochs.prefix(3) + [gsv] + epochs.suffix(4) {
+            for event in events(sentence, &decoder) {
+                reports += encoder.consume(event, at: 0, monotonicNow: 0)
+            }
+        }
+        let batches = reports.compactMap { report -> [String]? in
+            guard case .batch(let events) = report else { return nil }
+            return events.map { String(describe($0).prefix(4)) }
+        }
+        #expect(batches == [["TPV ", "TOFF", "SKY "], ["TPV ", "TOFF", "SKY "]])
+        // Held only until the epoch's end: a fix delivered alone goes out with the next event.
+        var lone = ReportEncoder(device: "/dev/ttyS0", demand: PassThroughDemand(wanted: false))
+        let fix = Fix()
+        #expect(Array(lone.consume(.fix(fix), at: 0, monotonicNow: 0)).isEmpty)
+        let next = Array(lone.consume(.notice("x"), at: 0, monotonicNow: 0)).map(describe)
+        #expect(next.count == 1 && next.first?.hasPrefix("TPV ") == true)
     }
 
     @Test("early position: a TPV with the epoch's position as soon as it is known, then the complete one")
