@@ -140,8 +140,18 @@ final class HardwareSession: Sendable {
         return state.withLock { state in
             var statistics = state.statistics
             if let since = state.poweredSince { statistics.timePowered += now - since }
+            Self.addPauses(of: state.transport, to: &statistics)
             return statistics
         }
+    }
+
+    /// The read pauses of a UART transport (its pacer's lock is taken under the session's, never the
+    /// other way round).
+    private static func addPauses(of transport: (any Transport)?, to statistics: inout ReceiverStatistics) {
+        guard let uart = transport as? UARTTransport else { return }
+        let pauses = uart.pauses
+        statistics.readPauses += pauses.taken
+        statistics.readPausesOverslept += pauses.overslept
     }
 
     /// The framer's counters over every session.
@@ -357,7 +367,8 @@ final class HardwareSession: Sendable {
 
     /// Decodes bytes from the reader and emits what they complete, in the decoder's order. The events go
     /// out as soon as the chunk is decoded (the service's TPV follows from a fix), before the session's
-    /// own bookkeeping: its message log and the waiters on statistics.
+    /// own bookkeeping: its message log and the waiters on statistics. Returns what the chunk did to the
+    /// epochs, by which a UART's read loop paces its reads.
     private func received(_ bytes: [UInt8]) -> EpochMarks {
         let (emitter, outputs, ready, report, marks) = state.withLock { state in
             bytes.withUnsafeBytes { state.decoder.append($0) }
@@ -527,6 +538,7 @@ final class HardwareSession: Sendable {
         log.close(CancellationError())
         let now = clock.now()
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            Self.addPauses(of: state.transport, to: &state.statistics)
             state.transport = nil
             state.reportsFixes = false
             if let since = state.poweredSince {

@@ -85,7 +85,7 @@ struct ReadPacer: Sendable {
 
     /// The longest pause: what the line can deliver while the kernel holds it (a tty keeps 4 KiB
     /// before it throttles; half of that is planned for).
-    let longestPause: Duration
+    private(set) var longestPause: Duration
 
     /// The lengths of recent epochs, from the read of their first message to the read of their last.
     private(set) var lengths: [Duration] = []
@@ -104,8 +104,22 @@ struct ReadPacer: Sendable {
 
     /// A pacer for a line of `bytesPerSecond`.
     init(bytesPerSecond: Int) {
-        let rate = max(bytesPerSecond, 1)
-        longestPause = .milliseconds(2048 * 1000 / rate)
+        longestPause = Self.longestPause(bytesPerSecond)
+    }
+
+    private static func longestPause(_ bytesPerSecond: Int) -> Duration {
+        .milliseconds(2048 * 1000 / max(bytesPerSecond, 1))
+    }
+
+    /// The line's speed changed (the receiver was looked for at another): what was learnt is
+    /// forgotten, the counts are kept.
+    mutating func restart(bytesPerSecond: Int) {
+        longestPause = Self.longestPause(bytesPerSecond)
+        lengths.removeAll()
+        epochStart = nil
+        pausedThisEpoch = false
+        justPaused = false
+        lateWakeMargin = .zero
     }
 
     /// A command went to the receiver at `now`: replies are due, so nothing pauses for a while.

@@ -135,6 +135,10 @@ public struct ReceiverStatistics: Sendable, Hashable {
     /// Bytes read from and written to the receiver.
     public var bytesReceived = 0
     public var bytesSent = 0
+    /// Times a UART's read loop slept through the middle of an epoch, and those after which the
+    /// epoch's end had already come (its reports waited; see README, "Fewer wake-ups").
+    public var readPauses = 0
+    public var readPausesOverslept = 0
     /// The UART speed the receiver answered at in the last session (nil for I2C).
     public var linkSpeed: Int?
     /// The u-blox protocol version MON-VER reported (`PROTVER=`), and the firmware text.

@@ -44,23 +44,24 @@ final class UARTTransport: Transport {
     /// link keeps bytes meanwhile and a waker can cut a pause short.
     private let pacer: Lock<ReadPacer>
     private let paces: Bool
-    /// The read loop's clock for the pacer: monotonic, from when the transport was made.
-    private let origin = ContinuousClock.now
+    /// The read loop's clock for the pacer: monotonic, from when the transport was made (a test's
+    /// own, when it gives one; the pauses themselves are real time).
+    private let now: @Sendable () -> Duration
 
-    init(link: any SerialLink, name: String, speed: Int) {
+    init(link: any SerialLink, name: String, speed: Int, now: (@Sendable () -> Duration)? = nil) {
         self.link = link
         self.name = name
         // 10 bits a byte on the wire (8N1).
         pacer = Lock(ReadPacer(bytesPerSecond: speed / 10))
         paces = link.keepsBytesWhileReaderSleeps && wake != nil
+        let origin = ContinuousClock.now
+        self.now = now ?? { origin.duration(to: .now) }
     }
 
     /// The pauses taken so far, and those after which the epoch's end had already come.
     var pauses: (taken: Int, overslept: Int) {
         pacer.withLock { ($0.pauses, $0.overslept) }
     }
-
-    private var now: Duration { origin.duration(to: .now) }
 
     func start(onBytes: @escaping @Sendable ([UInt8]) -> EpochMarks,
                onFailure: @escaping @Sendable (any Error) -> Void) {
@@ -90,7 +91,7 @@ final class UARTTransport: Transport {
                 let marks = onBytes(bytes)
                 // Asleep through the middle of an epoch, the kernel keeping its bytes: woken early by
                 // a stop or a command, whose reply may be on its way.
-                if paces, let wake, let pause = pacer.withLock({ $0.chunk(marks, at: now) }) {
+                if paces, let wake, let pause = pacer.withLock({ $0.chunk(marks, at: now()) }) {
                     _ = wake.wait(timeout: pause)
                 }
             } catch {
@@ -111,7 +112,7 @@ final class UARTTransport: Transport {
 
     func setSpeed(_ speed: Int) throws {
         try link.setSpeed(speed)
-        pacer.withLock { $0 = ReadPacer(bytesPerSecond: speed / 10) }
+        pacer.withLock { $0.restart(bytesPerSecond: speed / 10) }
     }
 
     func discardInput() throws {
@@ -122,7 +123,7 @@ final class UARTTransport: Transport {
         let link = link
         if paces {
             // A command: its reply must not wait in the kernel while the loop sleeps.
-            let sent = now
+            let sent = now()
             pacer.withLock { $0.commandSent(at: sent) }
             wake?.wake()
         }

@@ -115,6 +115,52 @@ struct TransportTests {
         #expect(delivered.failure?.contains("EREMOTEIO") == true)
     }
 
+    @Test("UART transport on a link that keeps bytes: pauses through the middle of epochs once it has learnt them",
+          .timeLimit(.minutes(1)))
+    func uartTransportPaces() async throws {
+        let link = FakeByteLink()
+        let serial = FakeSerial(link: link, keepsBytes: true)
+        // The chunks, each with its time on the loop's clock and what it did to the epochs: epochs 0-4
+        // of three chunks (start with position, middle, end 80 ms after the start); epoch 5's end comes
+        // in the first chunk after its pause (the wake-up was late).
+        var script: [(bytes: [UInt8], at: Duration, marks: EpochMarks)] = []
+        for epoch in 0..<5 {
+            let start = Duration.milliseconds(100 * epoch)
+            script.append(([UInt8(3 * epoch)], start, EpochMarks(startedEpoch: true, settled: true)))
+            script.append(([UInt8(3 * epoch + 1)], start + .milliseconds(40), EpochMarks(settled: true)))
+            script.append(([UInt8(3 * epoch + 2)], start + .milliseconds(80), EpochMarks(endedEarlierEpoch: true)))
+        }
+        script.append(([15], .milliseconds(500), EpochMarks(startedEpoch: true, settled: true)))
+        script.append(([16], .milliseconds(581), EpochMarks(endedEarlierEpoch: true)))
+        // A last chunk: once it is delivered, the loop has given the pacer the one before.
+        script.append(([17], .milliseconds(600), .none))
+        let clock = Lock<Duration>(.zero)
+        let next = Lock(0)
+        let transport = UARTTransport(link: serial, name: link.name, speed: 115_200, now: { clock.withLock { $0 } })
+        let delivered = Delivered()
+        let chunks = script
+        transport.start(onBytes: { bytes in
+            // One chunk a read: the next is fed once this one is handled.
+            let index = next.withLock { index -> Int in
+                defer { index += 1 }
+                return index
+            }
+            clock.withLock { $0 = chunks[index].at }
+            delivered.add(bytes)
+            if index + 1 < chunks.count { link.feed(chunks[index + 1].bytes) }
+            return chunks[index].marks
+        }, onFailure: { delivered.fail($0) })
+        link.feed(chunks[0].bytes)
+        await delivered.waitForBytes(chunks.count)
+        #expect(delivered.bytes == Array(0...17))
+        // Epochs 4 and 5 paused (79 ms each: the lengths agree, the least margin), epoch 5 found its end
+        // already there.
+        #expect(transport.pauses == (taken: 2, overslept: 1))
+        link.hangUp()
+        await transport.close()
+        #expect(link.isClosed)
+    }
+
     @Test("UART transport over a fake link: reads in a loop, writes, closes the link", .timeLimit(.minutes(1)))
     func uartTransport() async throws {
         let link = FakeByteLink()
@@ -149,7 +195,12 @@ struct TransportTests {
 final class FakeSerial: SerialLink {
     let link: FakeByteLink
     let speeds = Lock<[Int]>([])
-    init(link: FakeByteLink) { self.link = link }
+    /// Whether the read loop may pause on it, as on a tty.
+    let keepsBytesWhileReaderSleeps: Bool
+    init(link: FakeByteLink, keepsBytes: Bool = false) {
+        self.link = link
+        keepsBytesWhileReaderSleeps = keepsBytes
+    }
     var name: String { link.name }
     func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
         try link.read(maxCount: maxCount, timeout: timeout)
