@@ -67,8 +67,10 @@ struct EpochProgress: Sendable {
     }
 }
 
+/// The pauses of one UART read loop: fed each chunk's marks and the time its read returned, it says how
+/// long the loop may sleep before its next read.
 struct ReadPacer: Sendable {
-    /// Epochs learned before the first pause, and after a pause that overslept.
+    /// Epochs learnt before the first pause, and after a pause that overslept on a short epoch.
     static let epochsToLearn = 4
     /// Epoch lengths remembered; the shortest of them is the one planned for.
     static let remembered = 8
@@ -96,7 +98,8 @@ struct ReadPacer: Sendable {
     private var justPaused = false
     private var conversationUntil: Duration?
     /// Added to the margin each time a pause ended too late for an epoch of the usual length (the
-    /// timer's wake-up came late: a loaded machine), up to ``mostForLateWakes``.
+    /// timer's wake-up came late: a loaded machine), up to ``mostForLateWakes``, for the rest of the
+    /// session (a restart at another speed forgets it).
     private(set) var lateWakeMargin: Duration = .zero
     /// Pauses taken, and those after which the epoch's end was already there.
     private(set) var pauses = 0
