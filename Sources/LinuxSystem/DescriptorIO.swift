@@ -195,14 +195,6 @@ extension Waker {
     /// drains it when it was. A failed `poll` counts as woken, so a waiter re-checks why it waits
     /// rather than waiting on.
     public func takeWake() -> Bool {
-        switch DescriptorIO.waitForInput(rawDescriptor, device: "eventfd", timeout: .zero, wake: nil) {
-        case .readable:
-            drain()
-            return true
-        case .timedOut, .woken:
-            return false
-        case .hungUp, .failed:
-            return true
-        }
+        wait(timeout: .zero)
     }
 }
