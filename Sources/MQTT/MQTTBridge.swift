@@ -1,12 +1,16 @@
 // The fleet bridge: a Receiver's fixes, sky views and power to an MQTT broker, and the broker's
 // consumers to the Receiver as subscriptions.
 //
-// One task of the bridge's own runs ``BridgeMachine``: everything reaches it through one inbox (an
-// `AsyncStream`, whose `yield` never blocks) — the fixes and sky views the bridge observes (on the
-// receiver's thread), the client's events (from libmosquitto's network thread), the power states,
-// and the timers — so the receiver and libmosquitto never wait for the bridge, and the journal, the
-// claims and the machine are touched by that task alone (no lock around them; the statistics are a
-// copy under a lock, and nothing is called with it held).
+// Everything reaches ``BridgeMachine`` through one inbox — the fixes and sky views the bridge
+// observes (on the receiver's thread), the client's events (on libmosquitto's network thread), the
+// power states and the timers — and is handled there one event at a time, in order, by the thread
+// that posted it when no other is handling (``BridgeInbox``): a fix is journaled and handed to
+// libmosquitto on the receiver's thread, an acknowledgement leaves the journal on the network
+// thread, with no hop to a thread or task of the bridge's own. A post while another thread is
+// handling only queues the event for that thread, so neither the receiver nor libmosquitto ever
+// waits for the other; the journal, the claims and the machine are touched by one thread at a time
+// (the inbox's lock orders them); the statistics are a copy under a lock, and nothing is called
+// with a lock held.
 public import GNSSHat
 import GNSSProtocol
 import LinuxSystem
@@ -45,7 +49,7 @@ public final class MQTTBridge: Sendable {
     public let configuration: MQTTBridgeConfiguration
     public let receiver: Receiver
     let client: MQTTClient
-    private let inbox: AsyncStream<BridgeMachine.Event>.Continuation
+    private let inbox: BridgeInbox
     private let shared: Lock<Shared>
     private let waiters = ConditionWaiters()
     /// The receiver clock's time (an offset from the bridge's creation), and a sleep until such a time.
@@ -54,8 +58,8 @@ public final class MQTTBridge: Sendable {
 
     private struct Shared: Sendable {
         var statistics = MQTTBridgeStatistics()
-        var stream: AsyncStream<BridgeMachine.Event>?
         var journal: JournalHandle?
+        /// Waits for the run's end and winds it up; a stop awaits it.
         var run: Task<Void, Never>?
         var started = false
         var stopRequested = false
@@ -75,9 +79,9 @@ public final class MQTTBridge: Sendable {
                                   limits: configuration.journalLimits, syncPolicy: .explicit)
         var connection = configuration.connection
         connection.will = configuration.will
-        let (stream, inbox) = AsyncStream<BridgeMachine.Event>.makeStream()
+        let inbox = BridgeInbox()
         self.inbox = inbox
-        // The client's events go straight into the inbox, from libmosquitto's thread (yield never blocks).
+        // The client's events go straight into the inbox, on libmosquitto's thread.
         let libraryLog = Lock<String?>(nil)
         client = try MQTTClient(configuration: connection) { event in
             switch event {
@@ -85,44 +89,41 @@ public final class MQTTBridge: Sendable {
                 // libmosquitto logs why an attempt failed (a TLS certificate) just before the failure.
                 libraryLog.withLock { $0 = text }
             case let .connection(report):
-                inbox.yield(.connection(report, libraryLog: libraryLog.withLock { $0.take() }))
+                inbox.post(.connection(report, libraryLog: libraryLog.withLock { $0.take() }))
             case let .acknowledged(token, _, refusal):
-                inbox.yield(.acknowledged(token: token, refusal: refusal))
+                inbox.post(.acknowledged(token: token, refusal: refusal))
             case let .subscribed(filter, refusal):
-                inbox.yield(.subscribed(filter: filter, refusal: refusal))
+                inbox.post(.subscribed(filter: filter, refusal: refusal))
             case let .message(message):
-                inbox.yield(.message(message))
+                inbox.post(.message(message))
             }
         }
         try client.subscribe(configuration.topics.demandFilter)
         var statistics = MQTTBridgeStatistics()
         statistics.journalPending = journal.pending.count
-        shared = Lock(Shared(statistics: statistics, stream: stream, journal: JournalHandle(journal)))
+        shared = Lock(Shared(statistics: statistics, journal: JournalHandle(journal)))
         let reference = clock.now
         now = { reference.duration(to: clock.now) }
         sleep = { try await clock.sleep(until: reference.advanced(by: $0), tolerance: nil) }
-    }
-
-    deinit {
-        inbox.finish()
     }
 
     /// Starts the bridge: observes the receiver, connects on the client's network thread (and
     /// reconnects, 1 s doubling to 60 s), and claims the receiver for each consumer present.
     /// Returns at once: a broker that is down or refuses us is reported through the log and retried.
     public func start() throws(MQTTError) {
-        let taken = shared.withLock { shared -> (AsyncStream<BridgeMachine.Event>, JournalHandle)? in
-            guard !shared.started, !shared.stopRequested, let stream = shared.stream,
-                  let journal = shared.journal else { return nil }
+        let journal = shared.withLock { shared -> JournalHandle? in
+            guard !shared.started, !shared.stopRequested, let journal = shared.journal else { return nil }
             shared.started = true
-            shared.stream = nil
             shared.journal = nil
-            return (stream, journal)
+            return journal
         }
-        guard let (stream, journal) = taken else { return }
-        let run = Task { await self.run(stream, journal: journal.journal) }
-        shared.withLock { $0.run = run }
-        inbox.yield(.started(now: now()))
+        guard let journal else { return }
+        let run = makeRun(journal: journal.journal)
+        inbox.install(run)
+        inbox.post(.started(now: now()))
+        observeReceiver(for: run)
+        let end = Task { await self.windUp(run) }
+        shared.withLock { $0.run = end }
         try client.start()
     }
 
@@ -140,7 +141,7 @@ public final class MQTTBridge: Sendable {
             shared.withLock { $0.journal = nil }
             return
         }
-        inbox.yield(.stop(power: receiver.powerState))
+        inbox.post(.stop(power: receiver.powerState))
         await run.value
     }
 
@@ -156,48 +157,63 @@ public final class MQTTBridge: Sendable {
         }
     }
 
-    // MARK: - The bridge's task
+    // MARK: - The run
 
-    private func run(_ stream: AsyncStream<BridgeMachine.Event>, journal: Journal) async {
+    /// The machine and the journal, ready for the inbox.
+    private func makeRun(journal: Journal) -> BridgeRun {
         let settings = BridgeMachine.Settings(
             topics: configuration.topics, broker: configuration.connection.broker.description,
             clientID: configuration.connection.clientID, devicePath: receiver.devicePath,
             trackerID: OwnTracksPayload.trackerID(for: configuration.topics.device),
             model: configuration.model ?? receiver.board.chip.model ?? receiver.board.name,
             every: configuration.every)
-        var loop = RunLoop(
+        let run = BridgeRun(
             bridge: self, journal: journal,
             machine: BridgeMachine(settings: settings, presenceSweepDelay: configuration.presenceSweepDelay))
         if !journal.recovery.isClean {
             log(.notice, "the journal in \(configuration.journalDirectory) had \(journal.recovery.corruptBytes) "
                 + "damaged bytes (a write torn by a power loss?), skipped; \(journal.pending.count) records are kept")
         }
+        return run
+    }
+
+    /// Observes the receiver's fixes, sky views and power states for `run` (kept there, ended by
+    /// ``windUp(_:)``).
+    private func observeReceiver(for run: BridgeRun) {
+        // Fixes and sky views are handled on the receiver's thread as it delivers them.
         let inbox = inbox
         let now = now
-        let fixes = receiver.fixes.observe { fix in inbox.yield(.fix(fix, now: now())) }
-        let sky = receiver.sky.observe { sky in inbox.yield(.sky(sky)) }
+        run.observations = [
+            receiver.fixes.observe { fix in inbox.post(.fix(fix, now: now())) },
+            receiver.sky.observe { sky in inbox.post(.sky(sky)) },
+        ]
         let receiver = receiver
-        let power = Task {
+        run.powerStates = Task {
             for await state in receiver.powerStates() {
                 let failure = state == .failed ? receiver.events.statistics.lastFailure : nil
-                inbox.yield(.power(state, failure: failure))
+                inbox.post(.power(state, failure: failure))
             }
         }
-        for await event in stream {
-            loop.handle(event)
-            let statistics = loop.statistics
-            shared.withLock { $0.statistics = statistics }
-            waiters.resumeAll()
-            if loop.finished { break }
-        }
-        fixes.cancel()
-        sky.cancel()
-        power.cancel()
-        loop.endEverything()
-        // Blocks for the network thread's end (a second at most once the DISCONNECT is out).
+    }
+
+    /// Called by the run after each event it handled, on the thread that handled it.
+    fileprivate func handled(_ statistics: MQTTBridgeStatistics) {
+        shared.withLock { $0.statistics = statistics }
+        waiters.resumeAll()
+    }
+
+    /// Waits until the run has finished (its machine said so), then ends the claims, the timers
+    /// and the observations, and stops the client (which waits for the network thread's end, a
+    /// second at most once the DISCONNECT is out).
+    private func windUp(_ run: BridgeRun) async {
+        let inbox = inbox
+        await waiters.wait { inbox.isClosed }
+        guard inbox.isClosed else { return }  // cancelled: nobody waits for the end
+        for observation in run.observations { observation.cancel() }
+        run.powerStates?.cancel()
+        run.endEverything()
         client.stop()
-        inbox.finish()
-        var statistics = loop.statistics
+        var statistics = run.statistics
         statistics.connected = false
         statistics.stopped = true
         shared.withLock { $0.statistics = statistics }
@@ -205,7 +221,7 @@ public final class MQTTBridge: Sendable {
     }
 
     fileprivate func post(_ event: BridgeMachine.Event) {
-        inbox.yield(event)
+        inbox.post(event)
     }
 
     fileprivate func log(_ level: BridgeLogLevel, _ line: String) {
@@ -255,14 +271,83 @@ private final class JournalHandle: @unchecked Sendable {
     init(_ journal: Journal) { self.journal = journal }
 }
 
-/// What the bridge's task holds: the machine, the journal, the claims and the timers; it performs
-/// the machine's actions in order and feeds back the events they cause.
-private struct RunLoop {
+/// The bridge's events, handled one at a time and in order by whichever thread posts one while no
+/// other is handling: a post while another thread handles queues the event for that thread and
+/// returns at once. Events posted before the run is installed wait for it; after the run finished,
+/// events are dropped.
+private final class BridgeInbox: Sendable {
+    private struct State: Sendable {
+        var queue: [BridgeMachine.Event] = []
+        var run: BridgeRun?
+        var handling = false
+        var closed = false
+    }
+
+    private let state = Lock(State())
+
+    /// Whether the run has finished (no event is handled any more).
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Hands the inbox its run, and handles what was posted before.
+    func install(_ run: BridgeRun) {
+        let drain = state.withLock { state -> Bool in
+            state.run = run
+            guard !state.handling, !state.queue.isEmpty else { return false }
+            state.handling = true
+            return true
+        }
+        if drain { self.drain(run) }
+    }
+
+    /// Handles `event` now on this thread, or queues it for the thread that is handling.
+    func post(_ event: BridgeMachine.Event) {
+        let run = state.withLock { state -> BridgeRun? in
+            guard !state.closed else { return nil }
+            state.queue.append(event)
+            guard !state.handling, let run = state.run else { return nil }
+            state.handling = true
+            return run
+        }
+        if let run { drain(run) }
+    }
+
+    /// Handles the queue until it is empty (events queued meanwhile by other threads included).
+    private func drain(_ run: BridgeRun) {
+        while let event = state.withLock({ state -> BridgeMachine.Event? in
+            guard !state.closed, !state.queue.isEmpty else {
+                state.handling = false
+                return nil
+            }
+            return state.queue.removeFirst()
+        }) {
+            run.handle(event)
+            // Read before closing: once closed, the run belongs to the bridge's wind-up.
+            let statistics = run.statistics
+            if run.finished {
+                state.withLock { state in
+                    state.closed = true
+                    state.handling = false
+                    state.queue = []
+                    state.run = nil
+                }
+            }
+            run.bridge.handled(statistics)
+        }
+    }
+}
+
+/// What the inbox's handler holds: the machine, the journal, the claims and the timers; it performs
+/// the machine's actions in order and feeds back the events they cause. Used by one thread at a
+/// time (``BridgeInbox`` orders them), hence unchecked.
+private final class BridgeRun: @unchecked Sendable {
     let bridge: MQTTBridge
     let journal: Journal
     var machine: BridgeMachine
     var claims: [Claim: ReceiverClaim] = [:]
     var timers: [BridgeTimer: Task<Void, Never>] = [:]
+    /// The receiver's fixes and sky views, and the task that follows its power states.
+    var observations: [SignalToken] = []
+    var powerStates: Task<Void, Never>?
     var statistics = MQTTBridgeStatistics()
     var finished = false
     /// Journal failures already reported (one line each kind until one succeeds again).
@@ -276,11 +361,13 @@ private struct RunLoop {
         statistics.journalPending = journal.pending.count
     }
 
-    mutating func handle(_ event: BridgeMachine.Event) {
-        var events = [event]
-        while !events.isEmpty {
-            let next = events.removeFirst()
-            for action in machine.handle(next) { perform(action, followUps: &events) }
+    func handle(_ event: BridgeMachine.Event) {
+        // What the actions cause (a refused journal record) is handled before the next event.
+        var followUps: [BridgeMachine.Event] = []
+        for action in machine.handle(event) { perform(action, followUps: &followUps) }
+        while !followUps.isEmpty {
+            let next = followUps.removeFirst()
+            for action in machine.handle(next) { perform(action, followUps: &followUps) }
         }
         statistics.connected = machine.connected
         statistics.consumers = machine.presence.consumers
@@ -296,7 +383,7 @@ private struct RunLoop {
         }
     }
 
-    private mutating func perform(_ action: BridgeMachine.Action, followUps: inout [BridgeMachine.Event]) {
+    private func perform(_ action: BridgeMachine.Action, followUps: inout [BridgeMachine.Event]) {
         let client = bridge.client
         switch action {
         case let .publish(message, token):
@@ -370,7 +457,7 @@ private struct RunLoop {
 
     /// Appends a fix's messages to the journal, publishes them when connected, and makes them
     /// durable when the journal is all there is (``BridgeMachine/syncsAppend(published:pendingBefore:)``).
-    private mutating func journalAndPublish(_ messages: [OutgoingMessage], publish: Bool) {
+    private func journalAndPublish(_ messages: [OutgoingMessage], publish: Bool) {
         statistics.fixes += 1
         let pendingBefore = journal.pending.count
         var published = publish
@@ -406,14 +493,14 @@ private struct RunLoop {
         }
     }
 
-    private mutating func journalFailed(_ error: JournalError) {
+    private func journalFailed(_ error: JournalError) {
         guard !journalFailing else { return }
         journalFailing = true
         bridge.log(.notice, "the journal failed: \(error); fixes are published but not kept while the broker "
             + "is away until it works again")
     }
 
-    private mutating func journalSucceeded() {
+    private func journalSucceeded() {
         if journalFailing {
             journalFailing = false
             bridge.log(.notice, "the journal works again")
@@ -421,7 +508,7 @@ private struct RunLoop {
     }
 
     /// The stop: every claim and timer ends.
-    mutating func endEverything() {
+    func endEverything() {
         for claim in claims.values { claim.cancel() }
         claims = [:]
         for timer in timers.values { timer.cancel() }
