@@ -196,7 +196,7 @@ public final class MQTTBridge: Sendable {
         }
     }
 
-    /// Called by the run after each event it handled, on the thread that handled it.
+    /// Called by the inbox after each event it handled, on the thread that handled it.
     fileprivate func handled(_ statistics: MQTTBridgeStatistics) {
         shared.withLock { $0.statistics = statistics }
         waiters.resumeAll()
@@ -222,6 +222,11 @@ public final class MQTTBridge: Sendable {
 
     fileprivate func post(_ event: BridgeMachine.Event) {
         inbox.post(event)
+    }
+
+    /// Wakes whoever waits for the statistics or the activity (after an event, or the end).
+    fileprivate func changed() {
+        waiters.resumeAll()
     }
 
     fileprivate func log(_ level: BridgeLogLevel, _ line: String) {
@@ -281,12 +286,19 @@ private final class BridgeInbox: Sendable {
         var run: BridgeRun?
         var handling = false
         var closed = false
+        /// Events posted and handled so far (``activity``).
+        var changes: UInt64 = 0
     }
 
     private let state = Lock(State())
 
     /// Whether the run has finished (no event is handled any more).
     var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Idle when no event waits and none is being handled.
+    var activity: Activity {
+        state.withLock { Activity(isIdle: !$0.handling && ($0.queue.isEmpty || $0.run == nil), changes: $0.changes) }
+    }
 
     /// Hands the inbox its run, and handles what was posted before.
     func install(_ run: BridgeRun) {
@@ -304,6 +316,7 @@ private final class BridgeInbox: Sendable {
         let run = state.withLock { state -> BridgeRun? in
             guard !state.closed else { return nil }
             state.queue.append(event)
+            state.changes &+= 1
             guard !state.handling, let run = state.run else { return nil }
             state.handling = true
             return run
@@ -316,6 +329,7 @@ private final class BridgeInbox: Sendable {
         while let event = state.withLock({ state -> BridgeMachine.Event? in
             guard !state.closed, !state.queue.isEmpty else {
                 state.handling = false
+                state.changes &+= 1
                 return nil
             }
             return state.queue.removeFirst()
@@ -327,12 +341,15 @@ private final class BridgeInbox: Sendable {
                 state.withLock { state in
                     state.closed = true
                     state.handling = false
+                    state.changes &+= 1
                     state.queue = []
                     state.run = nil
                 }
             }
             run.bridge.handled(statistics)
         }
+        // Idle again: whoever waits for the activity to change looks again.
+        run.bridge.changed()
     }
 }
 
@@ -515,5 +532,16 @@ private final class BridgeRun: @unchecked Sendable {
         timers = [:]
         statistics.claims = 0
         statistics.standingClaim = false
+    }
+}
+
+extension MQTTBridge: ActivityReporting {
+    /// Idle when the bridge has no event queued or being handled: a fix, an acknowledgement or a
+    /// consumer's demand on its way to the machine (and so to a claim of the receiver) is work in
+    /// progress that a driver of a manual clock must wait for (``HatDriver``'s `alsoWaitingFor`).
+    public var activity: Activity { inbox.activity }
+
+    public func waitForActivity(after changes: UInt64) async {
+        await waiters.wait { self.inbox.activity.changes != changes }
     }
 }

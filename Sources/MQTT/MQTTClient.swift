@@ -1,10 +1,12 @@
 // An MQTT client over libmosquitto. Its network loop runs on a thread of ours (not
 // `mosquitto_loop_start`'s) so that reconnecting follows ``ReconnectPolicy`` — libmosquitto's own
 // loop retries with a quadratic delay, forever, and cannot be told a refusal is different — and
-// so a stop can end a back-off wait at once. libmosquitto calls back on that thread, inside
-// `mosquitto_loop`; each callback copies what it was given, updates the state under the lock,
-// and yields an event to an `AsyncStream` (which never blocks), so no user code runs on the
-// network thread and none under a lock.
+// so a stop can end a back-off wait at once. libmosquitto runs single-threaded, under one lock: a
+// publish writes its packet on the caller's thread (no wake of the network thread per message),
+// and the network thread waits in `poll` for the broker's packets (PUBACKs, messages), a write the
+// socket could not take whole, and its timers. Callbacks copy what they were given, update the
+// state and queue an event, delivered in order after the lock is released, so no user code runs
+// under a lock.
 internal import CMosquitto
 internal import Glibc
 internal import LinuxSystem
@@ -78,10 +80,10 @@ public final class MQTTClient: Sendable {
     /// Makes the client and applies the configuration (`mosquitto_new`, `mosquitto_int_option`,
     /// `mosquitto_username_pw_set`, `mosquitto_tls_set`, `mosquitto_will_set`); connects nothing yet.
     ///
-    /// With `onEvent`, events go to it instead of ``events``: it is called on the network thread, in
-    /// order (an acknowledgement that came before `publish` returned, on the publishing thread), and
-    /// must return at once (hand the event on, say to a stream of one's own); it saves the hop
-    /// through ``events`` and a task to read it.
+    /// With `onEvent`, events go to it instead of ``events``: it is called in order, one event at a
+    /// time, on the thread whose call into libmosquitto produced them — the network thread for what
+    /// the broker sent, a publishing thread for what its own write caused — and must not block (it
+    /// may publish); it saves the hop through ``events`` and a task to read it.
     public init(configuration: MQTTConfiguration, onEvent: (@Sendable (MQTTEvent) -> Void)? = nil)
         throws(MQTTError)
     {
@@ -102,8 +104,10 @@ public final class MQTTClient: Sendable {
 
     /// Publishes a message (`mosquitto_publish_v5`), from any thread. A QoS 1 message's
     /// ``MQTTEvent/acknowledged(token:messageID:refusal:)`` carries `token`, so the caller needs no table
-    /// of message ids. While the broker is away libmosquitto refuses any message (`MOSQ_ERR_NO_CONN`);
-    /// one it took before the connection went it keeps and sends again after the reconnect.
+    /// of message ids. The packet goes to the socket at once, on the calling thread (the socket does not
+    /// block: what it cannot take yet, the network thread writes when it can). While the broker is away,
+    /// and while a connect is in progress, libmosquitto refuses any message (`MOSQ_ERR_NO_CONN`); one it
+    /// took before the connection went it keeps and sends again after the reconnect.
     @discardableResult
     public func publish(_ message: OutgoingMessage, token: UInt64 = 0) throws(MQTTError) -> MessageID {
         try core.publish(message, token: token)
@@ -135,12 +139,21 @@ public final class MQTTClient: Sendable {
 
 // MARK: - The shared core: libmosquitto's handle, the state, the network thread
 
-/// Everything the network thread and libmosquitto's callbacks share. `mosq` is used from several
-/// threads: `mosquitto_threaded_set(true)` makes libmosquitto guard its own state with its mutexes.
+/// Everything the network thread, the publishing threads and libmosquitto's callbacks share.
+///
+/// libmosquitto runs single-threaded (`mosq_ts_none`), one thread at a time: every call into it is
+/// made under the `library` lock (``withLibrary(_:)``), but the network thread's connect, which may
+/// take as long as the kernel's connect timeout. Before it, the network thread raises `connecting`
+/// under that lock, and a publish or subscribe that finds it raised is refused as not connected
+/// (as it would be anyway) rather than waiting. So a publish writes its packet to the socket at once,
+/// on the caller's thread, and the network thread wakes only for what the broker sends, for a write
+/// the socket could not take whole, and for its timers. The callbacks run inside those calls, on the
+/// thread that made them, with the lock held: they update the state and queue their events in the
+/// ``EventOutbox``, which delivers them in order after the lock is released.
 final class ClientCore: @unchecked Sendable {
     struct State {
         var policy: ReconnectPolicy
-        /// Actions the callbacks produced during `mosquitto_loop`, performed when it returns.
+        /// Actions the callbacks produced during a read, performed when it returns.
         var pendingActions: [ReconnectPolicy.Action] = []
         var timer: (generation: UInt64, deadline: Duration)?
         var started = false
@@ -158,12 +171,24 @@ final class ClientCore: @unchecked Sendable {
         var earlySubacks: [Int32: [Int32]] = [:]
     }
 
+    /// What `packet__write` returns when the socket refused a write (`MOSQ_ERR_CONN_LOST`, `MOSQ_ERR_ERRNO`,
+    /// `MOSQ_ERR_TLS`): the packet was queued, the connection is going.
+    private static let writeFailures: Set<CInt> = [
+        CInt(MOSQ_ERR_CONN_LOST.rawValue), CInt(MOSQ_ERR_ERRNO.rawValue), CInt(MOSQ_ERR_TLS.rawValue),
+    ]
+
+    /// What the `library` lock guards besides the calls themselves.
+    struct Library {
+        /// The network thread is in `mosquitto_connect`, outside the lock: nobody else calls in.
+        var connecting = false
+    }
+
     let mosq: OpaquePointer
     let configuration: MQTTConfiguration
     let state: Lock<State>
-    private let continuation: AsyncStream<MQTTEvent>.Continuation
-    private let handler: (@Sendable (MQTTEvent) -> Void)?
-    private let parker = ThreadParker()
+    private let library = Lock(Library())
+    private let outbox: EventOutbox
+    private let waiter: SocketWaiter
     private let reference = ContinuousClock.now
 
     init(
@@ -172,8 +197,8 @@ final class ClientCore: @unchecked Sendable {
     ) throws(MQTTError) {
         _ = libraryInitialisation
         self.configuration = configuration
-        self.continuation = continuation
-        self.handler = handler
+        outbox = EventOutbox(deliver: handler ?? { continuation.yield($0) }, finish: { continuation.finish() })
+        waiter = try SocketWaiter()
         state = Lock(State(policy: ReconnectPolicy(configuration: configuration.reconnect)))
         guard let handle = mosquitto_new(configuration.clientID, true, nil) else {
             throw MQTTError(call: "mosquitto_new", mosquittoCode: CInt(MOSQ_ERR_ERRNO.rawValue))
@@ -190,7 +215,6 @@ final class ClientCore: @unchecked Sendable {
     private func configure() throws(MQTTError) {
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         mosquitto_user_data_set(mosq, userdata)
-        try check("mosquitto_threaded_set", mosquitto_threaded_set(mosq, true))
         let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
         try check("mosquitto_int_option(MOSQ_OPT_PROTOCOL_VERSION)",
                   mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version))
@@ -227,6 +251,31 @@ final class ClientCore: @unchecked Sendable {
     var unacknowledgedCount: Int { state.withLock { $0.awaitingAck.count } }
     var unacknowledgedTokens: Set<UInt64> { state.withLock { Set($0.awaitingAck.values) } }
 
+    /// Runs `body` with libmosquitto to this thread alone, then delivers the events its callbacks
+    /// queued meanwhile. Throws `MOSQ_ERR_NO_CONN` without calling `body` while the network thread
+    /// connects.
+    private func withLibrary<T>(_ call: String, _ body: () throws(MQTTError) -> T) throws(MQTTError) -> T {
+        let result = library.withLock { library -> Result<T, MQTTError> in
+            guard !library.connecting else {
+                return .failure(MQTTError(call: call, mosquittoCode: CInt(MOSQ_ERR_NO_CONN.rawValue)))
+            }
+            do throws(MQTTError) {
+                return .success(try body())
+            } catch {
+                return .failure(error)
+            }
+        }
+        outbox.deliverQueued()
+        return try result.get()
+    }
+
+    /// The network thread's calls: never refused (the connect is its own).
+    private func withLibrary<T>(_ body: () -> T) -> T {
+        let result = library.withLock { _ in body() }
+        outbox.deliverQueued()
+        return result
+    }
+
     // MARK: Calls from the user
 
     func start() throws(MQTTError) {
@@ -252,19 +301,29 @@ final class ClientCore: @unchecked Sendable {
 
     func publish(_ message: OutgoingMessage, token: UInt64) throws(MQTTError) -> MessageID {
         var mid: CInt = 0
-        let rc = message.payload.withUnsafeBytes { bytes in
-            mosquitto_publish_v5(mosq, &mid, message.topic, CInt(bytes.count), bytes.baseAddress,
-                                 message.qos.rawValue, message.retain, nil)
+        let wantsWrite = try withLibrary("mosquitto_publish_v5") { () throws(MQTTError) -> Bool in
+            let rc = message.payload.withUnsafeBytes { bytes in
+                mosquitto_publish_v5(mosq, &mid, message.topic, CInt(bytes.count), bytes.baseAddress,
+                                     message.qos.rawValue, message.retain, nil)
+            }
+            // A QoS 1 message whose write failed (the connection just went) is queued in libmosquitto
+            // all the same, which sends it again after the reconnect: taken, as in a threaded client,
+            // and the network thread finds the loss.
+            if message.qos == .atLeastOnce && Self.writeFailures.contains(rc) { return true }
+            try check("mosquitto_publish_v5", rc)
+            return mosquitto_want_write(mosq)
         }
-        try check("mosquitto_publish_v5", rc)
-        // The PUBACK may have been handled on the network thread before the mid came back here.
+        // The socket took only part of it (or failed): the network thread writes the rest, or reads
+        // the loss, at once.
+        if wantsWrite { waiter.wake() }
+        // A QoS 0 message's callback comes from inside the publish, before the mid came back here.
         let early: Int32? = state.withLock { state in
             if let reason = state.earlyAcks.removeValue(forKey: mid) { return reason }
             if message.qos == .atLeastOnce { state.awaitingAck[mid] = token } else { state.awaitingSend.insert(mid) }
             return nil
         }
         if let early, message.qos == .atLeastOnce {
-            deliver(acknowledgement(token: token, mid: mid, reason: early))
+            outbox.deliver(acknowledgement(token: token, mid: mid, reason: early))
         }
         return MessageID(rawValue: mid)
     }
@@ -278,16 +337,21 @@ final class ClientCore: @unchecked Sendable {
             return state.connected
         }
         // Not connected: the next CONNACK subscribes it with the rest.
-        if connected { try sendSubscription(filter, qos: qos) }
+        guard connected else { return }
+        try withLibrary("mosquitto_subscribe_v5") { () throws(MQTTError) in
+            try sendSubscription(filter, qos: qos)
+        }
+        waiter.wake()
     }
 
     func stop() {
-        let (actions, thread, started) = state.withLock { state in
+        let (thread, started) = state.withLock { state in
             state.stopRequested = true
-            return (state.policy.stop(), state.thread, state.started)
+            _ = state.policy.stop()
+            return (state.thread, state.started)
         }
-        if actions.contains(.disconnect) { mosquitto_disconnect(mosq) }
-        parker.wake()
+        // The network thread sends the DISCONNECT (a connect in progress returns first).
+        waiter.wake()
         if let thread {
             state.withLock { $0.thread = nil }
             pthread_join(thread, nil)
@@ -303,25 +367,30 @@ final class ClientCore: @unchecked Sendable {
         while true {
             perform(actions)
             let (stopping, timer) = state.withLock { ($0.stopRequested, $0.timer) }
-            let socketOpen = mosquitto_socket(mosq) >= 0
+            let (socket, wantsWrite) = withLibrary { () -> (CInt, Bool) in
+                (mosquitto_socket(mosq), mosquitto_want_write(mosq))
+            }
             if stopping {
-                if socketOpen { closeOnStop() }
+                if socket >= 0 { closeOnStop() }
                 break
             }
-            if socketOpen {
-                let rc = mosquitto_loop(mosq, 1000, 1)
-                if rc != CInt(MOSQ_ERR_SUCCESS.rawValue) && rc != CInt(MOSQ_ERR_NO_CONN.rawValue)
-                    && mosquitto_socket(mosq) >= 0 {
+            if socket >= 0 {
+                // A second at most: libmosquitto's keep-alive is checked after every wait.
+                let readiness = waiter.wait(socket: socket, forWriting: wantsWrite, timeout: .seconds(1))
+                let rc = withLibrary { () -> CInt in serviceSocket(readiness) }
+                if rc != CInt(MOSQ_ERR_SUCCESS.rawValue) && rc != CInt(MOSQ_ERR_NO_CONN.rawValue) {
                     // An error that left the socket open (a keep-alive the broker missed): close it,
                     // which reports the loss through the disconnect callback.
-                    mosquitto_disconnect(mosq)
+                    withLibrary {
+                        if mosquitto_socket(mosq) >= 0 { mosquitto_disconnect(mosq) }
+                    }
                 }
                 if rc != CInt(MOSQ_ERR_SUCCESS.rawValue) {
                     let error = MQTTError(call: "mosquitto_loop", mosquittoCode: rc)
                     state.withLock { $0.pendingActions += $0.policy.connectionLost(error, now: now) }
                 }
             } else {
-                parker.park(timeout: timer.map { $0.deadline - now })
+                _ = waiter.wait(socket: nil, forWriting: false, timeout: timer.map { $0.deadline - now })
             }
             actions = state.withLock { state in
                 var next = state.pendingActions
@@ -336,6 +405,24 @@ final class ClientCore: @unchecked Sendable {
         finish()
     }
 
+    /// What `mosquitto_loop` does after its `select`, on what the wait found: reads (which also
+    /// carries a TLS handshake on), writes what is queued, and checks the keep-alive. Returns the
+    /// first failure.
+    private func serviceSocket(_ readiness: SocketReadiness) -> CInt {
+        let success = CInt(MOSQ_ERR_SUCCESS.rawValue)
+        // A writable socket during a TLS handshake that wants to write is the handshake's turn: the
+        // read call carries it on (`mosquitto_loop_read` does while the handshake lasts).
+        if readiness.readable || readiness.failed || readiness.writable {
+            let rc = mosquitto_loop_read(mosq, 1)
+            if rc != success || mosquitto_socket(mosq) < 0 { return rc }
+        }
+        if mosquitto_want_write(mosq) {
+            let rc = mosquitto_loop_write(mosq, 1)
+            if rc != success || mosquitto_socket(mosq) < 0 { return rc }
+        }
+        return mosquitto_loop_misc(mosq)
+    }
+
     private func perform(_ actions: [ReconnectPolicy.Action]) {
         var queue = actions[...]
         while let action = queue.popFirst() {
@@ -343,7 +430,12 @@ final class ClientCore: @unchecked Sendable {
             case let .connect(attempt):
                 let broker = configuration.broker
                 let keepAlive = CInt(max(configuration.keepAlive.components.seconds, 5))
+                // Outside the lock (a host that does not answer holds it for the kernel's connect
+                // timeout); `connecting` keeps every other thread out of libmosquitto meanwhile.
+                library.withLock { $0.connecting = true }
                 let rc = mosquitto_connect(mosq, broker.host, CInt(broker.port), keepAlive)
+                library.withLock { $0.connecting = false }
+                outbox.deliverQueued()
                 if rc != CInt(MOSQ_ERR_SUCCESS.rawValue) {
                     let error = MQTTError(call: "mosquitto_connect (attempt \(attempt))", mosquittoCode: rc)
                     queue += state.withLock { $0.policy.attemptFailed(error, now: now) }
@@ -353,18 +445,23 @@ final class ClientCore: @unchecked Sendable {
             case .cancelTimer:
                 state.withLock { $0.timer = nil }
             case let .report(report):
-                deliver(.connection(report))
+                outbox.deliver(.connection(report))
             case .disconnect:
-                mosquitto_disconnect(mosq)
+                withLibrary { _ = mosquitto_disconnect(mosq) }
             }
         }
     }
 
     /// Sends the DISCONNECT a stop asked for and lets the loop close the socket (a second at most).
     private func closeOnStop() {
-        mosquitto_disconnect(mosq)
-        for _ in 0..<10 where mosquitto_socket(mosq) >= 0 {
-            if mosquitto_loop(mosq, 100, 1) != CInt(MOSQ_ERR_SUCCESS.rawValue) { break }
+        withLibrary { _ = mosquitto_disconnect(mosq) }
+        for _ in 0..<10 {
+            let (socket, wantsWrite) = withLibrary { () -> (CInt, Bool) in
+                (mosquitto_socket(mosq), mosquitto_want_write(mosq))
+            }
+            guard socket >= 0 else { break }
+            let readiness = waiter.wait(socket: socket, forWriting: wantsWrite, timeout: .milliseconds(100))
+            if withLibrary({ () -> CInt in serviceSocket(readiness) }) != CInt(MOSQ_ERR_SUCCESS.rawValue) { break }
         }
     }
 
@@ -373,19 +470,14 @@ final class ClientCore: @unchecked Sendable {
             defer { state.finished = true }
             return !state.finished
         }
-        if first { continuation.finish() }
+        if first { outbox.finish() }
     }
 
-    /// Hands an event to the handler, or to the stream (neither blocks).
-    private func deliver(_ event: MQTTEvent) {
-        if let handler { handler(event) } else { continuation.yield(event) }
-    }
+    // MARK: Callbacks (inside a call into libmosquitto, with the library lock held)
 
-    // MARK: Callbacks (on the network thread, inside mosquitto_loop)
-
-    // The reports of a callback are yielded from the callback itself, not after `mosquitto_loop`
-    // returns: one call can handle several packets (a CONNACK, then the SUBACK and the retained
-    // messages that follow it), and the user must see the connection before what came over it.
+    // A callback queues its events in the outbox, delivered in order once the call returns and the
+    // lock is released: one read can handle several packets (a CONNACK, then the SUBACK and the
+    // retained messages that follow it), and the user sees the connection before what came over it.
 
     func connected(code: CInt) {
         if code == 0 {
@@ -393,18 +485,18 @@ final class ClientCore: @unchecked Sendable {
                 state.connected = true
                 return (queueingAllButReports(state.policy.connected(now: now), in: &state), state.subscriptions)
             }
-            for report in reports { deliver(.connection(report)) }
+            for report in reports { outbox.queue(.connection(report)) }
             for subscription in subscriptions {
                 do {
                     try sendSubscription(subscription.filter, qos: subscription.qos)
                 } catch {
-                    deliver(.subscribed(filter: subscription.filter, refusal: error))
+                    outbox.queue(.subscribed(filter: subscription.filter, refusal: error))
                 }
             }
         } else {
             let error = MQTTError.connectionRefused(code, version: configuration.protocolVersion)
             let reports = state.withLock { queueingAllButReports($0.policy.refused(error, now: now), in: &$0) }
-            for report in reports { deliver(.connection(report)) }
+            for report in reports { outbox.queue(.connection(report)) }
         }
     }
 
@@ -415,11 +507,11 @@ final class ClientCore: @unchecked Sendable {
             let error = code == 0 ? nil : MQTTError(call: "mosquitto_loop", mosquittoCode: code)
             return queueingAllButReports(state.policy.connectionLost(error, now: now), in: &state)
         }
-        for report in reports { deliver(.connection(report)) }
+        for report in reports { outbox.queue(.connection(report)) }
     }
 
-    /// Queues the actions the network thread performs after `mosquitto_loop` returns (timers,
-    /// connects) and returns the reports, to be yielded at once (after unlocking).
+    /// Queues the actions the network thread performs after the read returns (timers, connects) and
+    /// returns the reports, to be queued in the outbox at once (after unlocking).
     private func queueingAllButReports(
         _ actions: [ReconnectPolicy.Action], in state: inout State
     ) -> [ReconnectPolicy.Report] {
@@ -436,7 +528,7 @@ final class ClientCore: @unchecked Sendable {
             if state.awaitingSend.remove(mid) == nil { state.earlyAcks[mid] = reason }
             return nil
         }
-        if let token { deliver(acknowledgement(token: token, mid: mid, reason: reason)) }
+        if let token { outbox.queue(acknowledgement(token: token, mid: mid, reason: reason)) }
     }
 
     func subscribed(mid: CInt, granted: [CInt]) {
@@ -445,20 +537,21 @@ final class ClientCore: @unchecked Sendable {
             state.earlySubacks[mid] = granted
             return nil
         }
-        if let filter { deliver(subscription(filter, granted: granted)) }
+        if let filter { outbox.queue(subscription(filter, granted: granted)) }
     }
 
     func received(_ message: IncomingMessage) {
-        deliver(.message(message))
+        outbox.queue(.message(message))
     }
 
     func logged(level: CInt, text: String) {
         guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
-        deliver(.libraryLog(text))
+        outbox.queue(.libraryLog(text))
     }
 
     // MARK: Helpers
 
+    /// `mosquitto_subscribe_v5`, with the library lock held (a callback's, or ``withLibrary(_:_:)``'s).
     private func sendSubscription(_ filter: String, qos: QoS) throws(MQTTError) {
         var mid: CInt = 0
         try check("mosquitto_subscribe_v5", mosquitto_subscribe_v5(mosq, &mid, filter, qos.rawValue, 0, nil))
@@ -467,7 +560,7 @@ final class ClientCore: @unchecked Sendable {
             state.subscriptionsByMid[mid] = filter
             return nil
         }
-        if let early { deliver(subscription(filter, granted: early)) }
+        if let early { outbox.queue(subscription(filter, granted: early)) }
     }
 
     private func acknowledgement(token: UInt64, mid: CInt, reason: CInt) -> MQTTEvent {
@@ -482,6 +575,64 @@ final class ClientCore: @unchecked Sendable {
 
     private func check(_ call: String, _ rc: CInt) throws(MQTTError) {
         guard rc == CInt(MOSQ_ERR_SUCCESS.rawValue) else { throw MQTTError(call: call, mosquittoCode: rc) }
+    }
+}
+
+/// A client's events, delivered in the order they were queued, by one thread at a time: callbacks
+/// queue them while the library lock is held, and the thread that releases it delivers them
+/// (``deliverQueued()``). A thread that finds another delivering leaves its events to it, so the
+/// order holds across threads, and a delivery that calls back into the client (a handler that
+/// publishes) only queues.
+final class EventOutbox: Sendable {
+    private struct State: Sendable {
+        var queued: [MQTTEvent] = []
+        var delivering = false
+        var finished = false
+    }
+
+    private let state = Lock(State())
+    private let handler: @Sendable (MQTTEvent) -> Void
+    private let finisher: @Sendable () -> Void
+
+    init(deliver: @escaping @Sendable (MQTTEvent) -> Void, finish: @escaping @Sendable () -> Void) {
+        handler = deliver
+        finisher = finish
+    }
+
+    /// Queues `event` for the next ``deliverQueued()``.
+    func queue(_ event: MQTTEvent) {
+        state.withLock { state in
+            if !state.finished { state.queued.append(event) }
+        }
+    }
+
+    /// Queues `event` and delivers.
+    func deliver(_ event: MQTTEvent) {
+        queue(event)
+        deliverQueued()
+    }
+
+    /// Delivers what is queued, unless another thread is delivering (it will deliver these too).
+    func deliverQueued() {
+        while let events = state.withLock({ state -> [MQTTEvent]? in
+            guard !state.delivering, !state.queued.isEmpty else { return nil }
+            state.delivering = true
+            defer { state.queued = [] }
+            return state.queued
+        }) {
+            for event in events { handler(event) }
+            state.withLock { $0.delivering = false }
+        }
+    }
+
+    /// Delivers what is queued, then ends the stream; later events are dropped.
+    func finish() {
+        deliverQueued()
+        let first = state.withLock { state -> Bool in
+            defer { state.finished = true }
+            return !state.finished
+        }
+        if first { finisher() }
     }
 }
 

@@ -86,7 +86,6 @@ final class BridgeRig: Sendable {
         linger: Duration = .seconds(1), url: String? = nil
     ) throws {
         (hat, receiver) = try makeSimulatedReceiver(clock: clock, linger: linger)
-        driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
         let directory = try stateDirectory ?? TestPaths.temporaryDirectory()
         self.stateDirectory = directory
         let log = log
@@ -97,6 +96,9 @@ final class BridgeRig: Sendable {
         configuration.connection.reconnect = .init(
             initialDelay: .milliseconds(100), maximumDelay: .seconds(2), stableAfter: .seconds(60))
         bridge = try MQTTBridge(receiver: receiver, configuration: configuration, clock: clock)
+        // The bridge's events may be handled on libmosquitto's thread (behind an acknowledgement) as
+        // well as on the receiver's: time moves only once it has handled them all.
+        driver = HatDriver(hat: hat, clock: clock, receiver: receiver, alsoWaitingFor: [bridge])
         let produced = produced
         let timed = timed
         producedToken = receiver.fixes.observe { fix in
