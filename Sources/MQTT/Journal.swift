@@ -188,12 +188,21 @@ public final class Journal {
         }
     }
 
-    /// Rewrites the file once it is mostly removed records: twice what is pending and 64 KiB at least.
+    /// Past this size, a file with nothing pending is cut back to empty (`ftruncate` and one sync).
+    static let truncationSize = 256 << 10
+    /// Past this size, a file of mostly removed records is rewritten with the pending ones alone
+    /// (two syncs and a rename). Four times the truncation size: while the broker acknowledges, the
+    /// file empties now and then and is cut back, so it is rewritten only when something stays
+    /// pending for long — and never at the first of a fix's two acknowledgements.
+    static let rewriteSize = 4 * truncationSize
+
+    /// Cuts the file back once it is all removed records, or rewrites it once it is mostly them
+    /// (twice what is pending).
     private func compactIfWorthIt() throws(JournalError) {
-        if pending.isEmpty && fileBytes > 0 && fileBytes >= 64 << 10 {
+        if pending.isEmpty && fileBytes >= Self.truncationSize {
             try storage.truncate(to: 0)
             fileBytes = 0
-        } else if fileBytes >= 64 << 10 && fileBytes > 2 * pendingBytes {
+        } else if fileBytes >= Self.rewriteSize && fileBytes > 2 * pendingBytes {
             try compact()
         }
     }

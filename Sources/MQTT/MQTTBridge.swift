@@ -51,7 +51,11 @@ public final class MQTTBridge: Sendable {
     let client: MQTTClient
     private let inbox: BridgeInbox
     private let shared: Lock<Shared>
+    /// Tasks waiting for the statistics or the activity to change (resumed after every event).
     private let waiters = ConditionWaiters()
+    /// The wind-up, waiting for the run's end (resumed once, then): not among `waiters`, which every
+    /// event would wake to look again.
+    private let ending = ConditionWaiters()
     /// The receiver clock's time (an offset from the bridge's creation), and a sleep until such a time.
     private let now: @Sendable () -> Duration
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -207,7 +211,7 @@ public final class MQTTBridge: Sendable {
     /// second at most once the DISCONNECT is out).
     private func windUp(_ run: BridgeRun) async {
         let inbox = inbox
-        await waiters.wait { inbox.isClosed }
+        await ending.wait { inbox.isClosed }
         guard inbox.isClosed else { return }  // cancelled: nobody waits for the end
         for observation in run.observations { observation.cancel() }
         run.powerStates?.cancel()
@@ -227,6 +231,11 @@ public final class MQTTBridge: Sendable {
     /// Wakes whoever waits for the statistics or the activity (after an event, or the end).
     fileprivate func changed() {
         waiters.resumeAll()
+    }
+
+    /// The run has finished: the wind-up may begin.
+    fileprivate func runClosed() {
+        ending.resumeAll()
     }
 
     fileprivate func log(_ level: BridgeLogLevel, _ line: String) {
@@ -345,6 +354,7 @@ private final class BridgeInbox: Sendable {
                     state.queue = []
                     state.run = nil
                 }
+                run.bridge.runClosed()
             }
             run.bridge.handled(statistics)
         }

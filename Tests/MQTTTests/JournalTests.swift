@@ -183,14 +183,46 @@ extension Optional {
     @Test func removalsAreCompactedAway() throws {
         let storage = MemoryJournalStorage()
         let journal = try Journal(storage: storage)
-        for round in 0..<200 {
+        for round in 0..<1000 {
             let sequence = try journal.append(message(round, size: 400))
             #expect(try journal.acknowledge(sequence))
         }
-        // 200 records of 400 bytes and their removals would be 90 KB; the file was cut back to empty.
-        #expect(journal.fileSize < 64 << 10)
+        // 1,000 records of 400 bytes and their removals would be 450 KB; the file was cut back to empty.
+        #expect(journal.fileSize < Journal.truncationSize)
+        #expect(storage.replacements == 0)
         try journal.append(message(1))
         #expect(try Journal(storage: storage).pending.count == 1)
+    }
+
+    @Test func aFixWhoseSecondRecordIsStillPendingDoesNotRewriteTheFile() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage)
+        // A fix is two records (TPV, OwnTracks), acknowledged one after the other: 800 of them are
+        // about 560 KB of records and removals, past the truncation size twice.
+        for fix in 0..<800 {
+            let first = try journal.append(message(fix, size: 400))
+            let second = try journal.append(message(fix, size: 200))
+            #expect(try journal.acknowledge(first))
+            // One record pending: no rewrite (with its syncs) for a file that empties at the next ack.
+            #expect(storage.replacements == 0)
+            #expect(try journal.acknowledge(second))
+        }
+        #expect(storage.replacements == 0)
+        #expect(journal.fileSize < Journal.truncationSize)
+    }
+
+    @Test func aFileThatNeverEmptiesIsRewrittenPastTheRewriteSize() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage)
+        // One record stays pending throughout (a broker that never acknowledges it).
+        let stuck = try journal.append(message(0, size: 100))
+        for round in 1...3000 {
+            let sequence = try journal.append(message(round, size: 400))
+            #expect(try journal.acknowledge(sequence))
+        }
+        #expect(storage.replacements >= 1)
+        #expect(journal.fileSize < Journal.rewriteSize)
+        #expect(try Journal(storage: storage).pending.map(\.sequence) == [stuck])
     }
 
     @Test func anIOFailureIsATypedErrorAndTheMessageIsNotCounted() throws {
