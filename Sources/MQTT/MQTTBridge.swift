@@ -344,8 +344,9 @@ private final class BridgeInbox: Sendable {
             return state.queue.removeFirst()
         }) {
             run.handle(event)
-            // Read before closing: once closed, the run belongs to the bridge's wind-up.
-            let statistics = run.statistics
+            // Published before closing: once closed, the run belongs to the bridge's wind-up, whose
+            // final statistics (stopped) must come last.
+            run.bridge.handled(run.statistics)
             if run.finished {
                 state.withLock { state in
                     state.closed = true
@@ -356,7 +357,6 @@ private final class BridgeInbox: Sendable {
                 }
                 run.bridge.runClosed()
             }
-            run.bridge.handled(statistics)
         }
         // Idle again: whoever waits for the activity to change looks again.
         run.bridge.changed()
