@@ -1,3 +1,4 @@
+import CMallocCounter
 import Foundation
 import Signals
 import Synchronization
@@ -34,6 +35,34 @@ enum SignalBenchmark {
         let peer = await Bench.median { mutexArraySubscribeCancel(count: 200_000) }
         Bench.report("signal-subscribe-cancel", ours: ours, peer: "mutex-array", peerValue: peer,
                      unit: "ns/op", target: "ours<1000")
+        let (oursAllocations, peerAllocations) = await subscribeCancelAllocations(count: 10_000)
+        print("signal-subscribe-cancel: heap allocations per subscribe + cancel: ours "
+            + "\(String(format: "%.2f", oursAllocations)), mutex-array \(String(format: "%.2f", peerAllocations))")
+    }
+
+    /// Heap allocations per subscribe + cancel on a running signal, after a warm-up (the
+    /// signal's tables reach their steady size), ours and the peer's.
+    static func subscribeCancelAllocations(count: Int) async -> (ours: Double, peer: Double) {
+        let (signal, _, hold) = await runningSignal()
+        func pass() -> UInt64 {
+            let before = gnsshat_allocation_count()
+            for _ in 0..<count {
+                let token = signal.subscribe(onValue: { _ in })
+                token.cancel()
+            }
+            return gnsshat_allocation_count() - before
+        }
+        _ = pass()
+        let ours = Double(pass()) / Double(count)
+        hold.cancel()
+        let closures = Mutex<[(id: Int, call: @Sendable (Int) -> Void)]>([])
+        closures.withLock { $0.reserveCapacity(1) }
+        let before = gnsshat_allocation_count()
+        for id in 0..<count {
+            closures.withLock { $0.append((id, { _ in })) }
+            closures.withLock { list in list.removeAll { $0.id == id } }
+        }
+        return (ours, Double(gnsshat_allocation_count() - before) / Double(count))
     }
 
     /// A running signal whose producer is driven by the benchmark.

@@ -77,20 +77,25 @@ final class Targets<Value: Sendable>: Sendable {
         return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
     }
 
+    /// This snapshot without `id`; `empty` when nobody is left (the last subscriber leaving, a
+    /// client's usual disconnect, then allocates nothing).
     @inlinable
-    func removing(_ id: SubscriberID, timestamped wasTimestamped: Bool) -> Targets {
+    func removing(_ id: SubscriberID, timestamped wasTimestamped: Bool, empty: Targets) -> Targets {
         let timestamped = timestamped - (wasTimestamped ? 1 : 0)
         if let index = calls.firstIndex(where: { $0.id == id }) {
+            if calls.count == 1 && replaying.isEmpty && streams.isEmpty { return empty }
             var calls = calls
             calls.remove(at: index)
             return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
         }
         if let index = replaying.firstIndex(where: { $0.id == id }) {
+            if replaying.count == 1 && calls.isEmpty && streams.isEmpty { return empty }
             var replaying = replaying
             replaying.remove(at: index)
             return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
         }
         if let index = streams.firstIndex(where: { $0.id == id }) {
+            if streams.count == 1 && calls.isEmpty && replaying.isEmpty { return empty }
             var streams = streams
             streams.remove(at: index)
             return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
@@ -110,20 +115,25 @@ final class Delivery<Value: Sendable>: DeliveryControl {
         @usableFromInline var latest: Value?
         /// When the latest value was sent, when the signal was timing values then.
         @usableFromInline var latestAt: Duration?
-        @usableFromInline var targets = Targets<Value>()
+        @usableFromInline var targets: Targets<Value>
 
         @inlinable
-        init() {}
+        init(targets: Targets<Value>) {
+            self.targets = targets
+        }
     }
 
-    @usableFromInline let state = Lock(State())
+    @usableFromInline let state: Lock<State>
     @usableFromInline let clock: SignalClock
     @usableFromInline let replay: ReplayPolicy
+    /// The snapshot of nobody, made once: the state goes back to it when the last target leaves.
+    @usableFromInline let noTargets = Targets<Value>()
 
     @inlinable
     init(clock: SignalClock, replay: ReplayPolicy) {
         self.clock = clock
         self.replay = replay
+        state = Lock(State(targets: noTargets))
     }
 
     /// Sends a value of run `epoch` to every subscriber (nothing if that run is over).
@@ -206,7 +216,7 @@ final class Delivery<Value: Sendable>: DeliveryControl {
 
     @inlinable
     func remove(_ id: SubscriberID, timestamped: Bool) {
-        state.withLock { $0.targets = $0.targets.removing(id, timestamped: timestamped) }
+        state.withLock { $0.targets = $0.targets.removing(id, timestamped: timestamped, empty: noTargets) }
     }
 
     @inlinable
