@@ -9,7 +9,8 @@
 //   - first position-bearing message (RMC, NAV-PVT) -> first TPV carrying that epoch's position
 //     (ours runs with --early-position; gpsd reports NMEA at the end of the cycle, UBX on NAV-PVT,
 //     so the quarter target is an NMEA target);
-//   - resident memory and CPU time of each service while streaming; resident memory counts the
+//   - resident memory and CPU time of each service while streaming (CPU time: the scheduler's
+//     nanosecond account of every thread, see SwitchCount); resident memory counts the
 //     clean pages of the executable and shared libraries mapped in, so the private dirty memory
 //     (smaps_rollup: the heap, stacks, relocated data) is printed beside it. Ours is the static
 //     binary users install (scripts/build-static.sh, which bench.sh runs): the Swift runtime in
@@ -184,6 +185,7 @@ enum ServiceBenchmark {
         /// MB resident at the end of streaming, and the peak.
         var rss = 0.0
         var peakRSS = 0.0
+        /// CPU time of every thread while streaming (see ``SwitchCount``).
         var cpuSeconds = 0.0
         /// Context switches of every thread while streaming, per epoch streamed (see ``SwitchCount``).
         var switchesPerEpoch = 0.0
@@ -242,9 +244,7 @@ struct ServiceRun {
                                             title: "the service benchmark's pseudo-terminal", in: directory)
         let ports = [try freePort(), try freePort()]
         if let profile {
-            // gpsd started as root drops to its own user, which then writes its profile at exit.
             try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
-            chmod(profile.path, 0o777)
         }
         let gpsdProcess = try launch(gpsd, ["-N", "-n", "-b", "-S", "\(ports[0])", terminals[0].devicePath],
                                      profile: profile?.appendingPathComponent("gpsd.callgrind"))
@@ -301,14 +301,12 @@ struct ServiceRun {
         }
 
         // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
-        var cpuBefore = pids.map(cpuSeconds)
         var switchCounts: [SwitchCount] = []
         let clock = ContinuousClock()
         let total = ServiceBenchmark.warmUp + epochs
         let writes = try await Self.feed(stream, epochs: total, to: terminals) { epoch in
             if epoch == ServiceBenchmark.warmUp {
                 // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
-                cpuBefore = pids.map(cpuSeconds)
                 switchCounts = pids.map { SwitchCount(pid: $0) }
             } else {
                 for count in switchCounts { count.sample() }
@@ -316,8 +314,7 @@ struct ServiceRun {
         }
         let (firstWrite, lastWrite) = (writes.first, writes.last)
         try await Task.sleep(for: .milliseconds(500))
-        let cpuAfter = pids.map(cpuSeconds)
-        let streamSwitches = switchCounts.map { $0.stop() }
+        let streamCounts = switchCounts.map { $0.stop() }
         let memory = pids.map(residentMemory)
         let dirty = pids.map(privateDirtyMemory)
         stop.store(true, ordering: .releasing)
@@ -346,8 +343,8 @@ struct ServiceRun {
             measurements[side].lastByteP99 = percentile(lastByte, 0.99)
             measurements[side].firstPositionP50 = percentile(firstPosition, 0.5)
             measurements[side].firstPositionP99 = percentile(firstPosition, 0.99)
-            measurements[side].cpuSeconds = cpuAfter[side] - cpuBefore[side]
-            measurements[side].switchesPerEpoch = Double(streamSwitches[side]) / Double(epochs)
+            measurements[side].cpuSeconds = streamCounts[side].cpuSeconds
+            measurements[side].switchesPerEpoch = Double(streamCounts[side].switches) / Double(epochs)
             measurements[side].threadsStarted = switchCounts[side].started
             measurements[side].threadsEnded = switchCounts[side].ended
             measurements[side].rss = memory[side].rss
@@ -362,7 +359,8 @@ struct ServiceRun {
             for (side, process) in [gpsdProcess, oursProcess].enumerated() {
                 kill(process.processIdentifier, SIGTERM)
                 process.waitUntilExit()
-                measurements[side].instructions = try totalInstructions(process.processIdentifier, in: profile)
+                let name = side == 0 ? "gpsd.callgrind" : "ours.callgrind"
+                measurements[side].instructions = try totalInstructions(in: profile.appendingPathComponent(name))
             }
             return (measurements[1], measurements[0])
         }
@@ -470,12 +468,21 @@ struct ServiceRun {
     func launch(_ executable: URL, _ arguments: [String], profile: URL? = nil) throws -> Process {
         let process = Process()
         if let profile {
+            // gpsd started as root drops to its own user, which then reopens the profile to write
+            // it at exit: made here, writable by anyone (callgrind would make it root's, mode 600,
+            // and the dropped user could not write it: an empty profile).
+            guard FileManager.default.createFile(atPath: profile.path, contents: nil),
+                  chmod(profile.path, 0o666) == 0
+            else {
+                throw ServiceBenchmark.Failure(description: "cannot make \(profile.path) for callgrind")
+            }
             // Through perl, to start with no signal blocked (the spawning thread blocks some, and a
             // child inherits its mask): both must end on SIGTERM for callgrind to write the profile.
             process.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
             process.arguments = [
                 "-MPOSIX", "-e", "sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die \"exec: $!\"",
-                "/usr/bin/valgrind", "--tool=callgrind", "--callgrind-out-file=\(profile.path).%p", executable.path,
+                "/usr/bin/valgrind", "--tool=callgrind", "--callgrind-out-file=\(profile.path)",
+                "--log-file=\(profile.path).log", executable.path,
             ] + arguments
         } else {
             process.executableURL = executable
@@ -577,18 +584,15 @@ struct ServiceRun {
         return switches
     }
 
-    /// The instructions of the profile callgrind wrote for `pid` in `directory` (its `summary:` line).
-    func totalInstructions(_ pid: Int32, in directory: URL) throws -> Double {
-        guard let newest = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-            .first(where: { $0.hasSuffix(".callgrind.\(pid)") })
-        else {
-            throw ServiceBenchmark.Failure(description: "callgrind wrote no profile for \(pid) in \(directory.path)")
-        }
-        let text = try String(contentsOf: directory.appendingPathComponent(newest), encoding: .utf8)
+    /// The instructions of the profile callgrind wrote to `file` (its `summary:` line); valgrind's
+    /// own messages are beside it, in `file`.log.
+    func totalInstructions(in file: URL) throws -> Double {
+        let text = try String(contentsOf: file, encoding: .utf8)
         for line in text.split(separator: "\n") where line.hasPrefix("summary:") || line.hasPrefix("totals:") {
             if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return value }
         }
-        throw ServiceBenchmark.Failure(description: "no summary line in \(newest)")
+        throw ServiceBenchmark.Failure(description: "callgrind wrote no summary line to \(file.path) "
+            + "(valgrind's messages: \(file.path).log)")
     }
 
     func milliseconds(_ duration: Duration) -> Double {
@@ -602,15 +606,24 @@ struct ServiceRun {
     }
 }
 
-/// The context switches of every thread of a process over a window, threads that start or end in it
-/// included: /proc/PID/task/*/status is sampled at the start, once per epoch (``sample()``) and at the
-/// end, and each thread counts from its first sample (or from zero if it started in the window) to its
-/// last. A thread that ends loses only what it did after its last sample, within an epoch. (`perf stat
-/// -p` was tried instead: it did not count the threads a process started after it attached.)
+/// The context switches and CPU time of every thread of a process over a window, threads that start
+/// or end in it included: /proc/PID/task/* is sampled at the start, once per epoch (``sample()``)
+/// and at the end, and each thread counts from its first sample (or from zero if it started in the
+/// window) to its last. A thread that ends loses only what it did after its last sample, within an
+/// epoch. (`perf stat -p` was tried instead: it did not count the threads a process started after it
+/// attached.) CPU time is the scheduler's own account of each thread's time on a CPU, user and kernel
+/// (the first field of /proc/PID/task/TID/schedstat, in nanoseconds): `utime` and `stime` of
+/// /proc/PID/stat count 10 ms ticks, and a service busy for a fraction of a millisecond per epoch
+/// is then measured in a dozen ticks, sampled (the ratio moved by 0.15 between runs).
 final class SwitchCount {
+    struct Counters {
+        var switches = 0
+        var runNanoseconds = 0
+    }
+
     private let pid: Int32
-    private var first: [String: Int]
-    private var last: [String: Int]
+    private var first: [String: Counters]
+    private var last: [String: Counters]
     /// Threads that started or ended in the window.
     private(set) var started = 0
     private(set) var ended = 0
@@ -621,37 +634,45 @@ final class SwitchCount {
         last = first
     }
 
-    /// Samples every thread's count now.
+    /// Samples every thread's counters now.
     func sample() {
         let now = Self.perThread(pid)
-        for (thread, count) in now {
+        for (thread, counters) in now {
             if last[thread] == nil { started += 1 }
-            last[thread] = count
+            last[thread] = counters
         }
     }
 
-    /// Ends the window: the switches of every thread seen in it.
-    func stop() -> Int {
+    /// Ends the window: the switches and CPU seconds of every thread seen in it.
+    func stop() -> (switches: Int, cpuSeconds: Double) {
         sample()
         let alive = Set(Self.perThread(pid).keys)
         ended = last.keys.filter { !alive.contains($0) }.count
-        return last.reduce(0) { total, thread in total + thread.value - (first[thread.key] ?? 0) }
+        var switches = 0
+        var nanoseconds = 0
+        for (thread, counters) in last {
+            switches += counters.switches - (first[thread]?.switches ?? 0)
+            nanoseconds += counters.runNanoseconds - (first[thread]?.runNanoseconds ?? 0)
+        }
+        return (switches, Double(nanoseconds) / 1e9)
     }
 
-    /// Voluntary plus involuntary switches of each thread now, by thread id (/proc/PID/task/*/status).
-    static func perThread(_ pid: Int32) -> [String: Int] {
+    /// Each thread's voluntary plus involuntary switches (/proc/PID/task/TID/status) and time on a
+    /// CPU (/proc/PID/task/TID/schedstat) now, by thread id.
+    static func perThread(_ pid: Int32) -> [String: Counters] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var switches: [String: Int] = [:]
+        var threads: [String: Counters] = [:]
         for task in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
-                continue
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
+                  let schedstat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)
+            else { continue }
+            var counters = Counters()
+            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
+                counters.switches += Int(line.split(separator: "\t").last ?? "") ?? 0
             }
-            var count = 0
-            for line in text.split(separator: "\n") where line.contains("ctxt_switches:") {
-                count += Int(line.split(separator: "\t").last ?? "") ?? 0
-            }
-            switches[task] = count
+            counters.runNanoseconds = schedstat.split(separator: " ").first.flatMap { Int($0) } ?? 0
+            threads[task] = counters
         }
-        return switches
+        return threads
     }
 }
