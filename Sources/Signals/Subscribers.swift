@@ -1,19 +1,24 @@
+/// What a ``CallbackSink`` keeps under its lock while the replayed value is handed over. It is not
+/// generic: the sink's `deinit`, like every generic class's, is never specialised, and a generic
+/// stash would have it look up the stash's type metadata (a hashed cache) at every cancel. The live
+/// values it holds are boxed instead (`any Sendable`); there are values only when one is sent while
+/// a replay is being handed over.
+@usableFromInline
+struct CallbackStash {
+    @usableFromInline var live = false
+    @usableFromInline var finished = false
+    @usableFromInline var values: [any Sendable] = []
+
+    @inlinable
+    init() {}
+}
+
 /// The delivery end of a callback subscription. Live values go straight to `call` from the
 /// delivery snapshot; the sink itself only matters while the replayed latest value is being
 /// handed over (live values that arrive meanwhile are stashed, so none overtakes the replay)
 /// and at the end.
 @usableFromInline
 final class CallbackSink<Value: Sendable>: Sendable {
-    @usableFromInline
-    struct Stash {
-        @usableFromInline var live = false
-        @usableFromInline var finished = false
-        @usableFromInline var values: [Value] = []
-
-        @inlinable
-        init() {}
-    }
-
     @usableFromInline let id: SubscriberID
     /// Delivers a live value.
     @usableFromInline let call: @Sendable (Value) -> Void
@@ -21,7 +26,7 @@ final class CallbackSink<Value: Sendable>: Sendable {
     @usableFromInline let callSample: (@Sendable (Sample<Value>) -> Void)?
     @usableFromInline let onCompletion: @Sendable (SignalCompletion) -> Void
     @usableFromInline let delivery: Delivery<Value>
-    @usableFromInline let stash = Lock(Stash())
+    @usableFromInline let stash = Lock(CallbackStash())
 
     @inlinable
     init(
@@ -82,7 +87,7 @@ final class CallbackSink<Value: Sendable>: Sendable {
                 return ([], true)
             }
             defer { stash.values.removeAll() }
-            return (stash.values, false)
+            return (stash.values.compactMap { $0 as? Value }, false)
         }
     }
 

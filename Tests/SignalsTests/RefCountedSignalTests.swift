@@ -194,6 +194,35 @@ struct RefCountedSignalTests {
         _ = (first, token)
     }
 
+    @Test func valuesSentWhileTheReplayIsHandedOverFollowItInOrder() async throws {
+        let signal = producer.makeSignal(clock: clock)
+        let first = signal.subscribe()
+        await signal.waitForState(.running)
+        producer.send(1)
+
+        // The replayed 1 is being handed over while 2 and 3 are sent (from its own callback, so
+        // deterministically): they are stashed, then delivered after it, then the sink goes live.
+        let producer = producer
+        let received = Lock<[Int]>([])
+        let token = signal.subscribe(onValue: { value in
+            let isReplay = received.withLock { values in
+                values.append(value)
+                return values.count == 1
+            }
+            if isReplay {
+                producer.send(2)
+                producer.send(3)
+            }
+        })
+        #expect(received.withLock { $0 } == [1, 2, 3], "the stashed values, boxed, come back as they were sent")
+        producer.send(4)
+        #expect(received.withLock { $0 } == [1, 2, 3, 4])
+        token.cancel()
+        producer.send(5)
+        #expect(received.withLock { $0 } == [1, 2, 3, 4])
+        _ = first
+    }
+
     @Test func replayedValueCarriesItsAgeAndExpiresAfterMaxAge() async throws {
         let signal = producer.makeSignal(SignalConfiguration(replay: .latest(maxAge: .seconds(2))), clock: clock)
         let holder = signal.hold()
