@@ -614,7 +614,7 @@ struct ServiceRun {
 /// attached.) CPU time is the scheduler's own account of each thread's time on a CPU, user and kernel
 /// (the first field of /proc/PID/task/TID/schedstat, in nanoseconds): `utime` and `stime` of
 /// /proc/PID/stat count 10 ms ticks, and a service busy for a fraction of a millisecond per epoch
-/// is then measured in a dozen ticks, sampled (the ratio moved by 0.15 between runs).
+/// would be measured in a dozen of them.
 final class SwitchCount {
     struct Counters {
         var switches = 0
