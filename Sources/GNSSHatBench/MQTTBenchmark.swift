@@ -5,7 +5,8 @@
 // starts, one mosquitto_sub subscribed to both TPV topics. Per run and side:
 //   - latency: the last byte of an epoch (GLL, which ends the cycle for gpsd and for ours) written
 //     to the terminal -> that epoch's TPV printed by the subscriber: p50, p99;
-//   - CPU per published fix: user + system time of everything that turns the stream into messages
+//   - CPU per published fix: CPU time (user and kernel, every thread, the scheduler's nanosecond
+//     account: see SwitchCount) of everything that turns the stream into messages
 //     at the broker (ours: the one gnss-hat process, gpsd service, journal and bridge included;
 //     the peer: gpsd plus the Python bridge), over the streaming, divided by the TPVs that arrived.
 // Ours publishes TPV, OwnTracks and SKY per epoch with QoS 1, TPV and OwnTracks through its journal;
@@ -116,7 +117,7 @@ struct MQTTRun {
     let gnssHat: URL
     let script: URL
 
-    /// The service benchmark's process and /proc helpers (launch, ports, CPU time, percentiles).
+    /// The service benchmark's process and /proc helpers (launch, ports, percentiles).
     var tools: ServiceRun {
         ServiceRun(stream: .nmea, watchers: 1, gnssHat: gnssHat, gpsd: URL(fileURLWithPath: "/usr/sbin/gpsd"),
                    epochs: ServiceBenchmark.measured, profile: nil)
@@ -207,11 +208,18 @@ struct MQTTRun {
         try await Task.sleep(for: .milliseconds(200))
 
         // The stream: each sentence at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
-        let cpuBefore = pids.map(tools.cpuSeconds)
+        // CPU time: every thread's, as the scheduler accounts it, sampled at every epoch (see SwitchCount).
+        var counts: [SwitchCount] = []
         let total = MQTTBenchmark.warmUp + MQTTBenchmark.measured
-        let lastWrite = try await ServiceRun.feed(.nmea, epochs: total, to: terminals).last
+        let lastWrite = try await ServiceRun.feed(.nmea, epochs: total, to: terminals) { epoch in
+            if epoch == 0 {
+                counts = pids.map { SwitchCount(pid: $0) }
+            } else {
+                for count in counts { count.sample() }
+            }
+        }.last
         try await Task.sleep(for: .milliseconds(500))
-        let cpuAfter = pids.map(tools.cpuSeconds)
+        let cpu = counts.map { $0.stop().cpuSeconds }
 
         var measurements = [MQTTBenchmark.Measurement(), MQTTBenchmark.Measurement()]
         for side in 0..<2 {
@@ -227,7 +235,6 @@ struct MQTTRun {
             measurements[side].p99 = tools.percentile(latencies, 0.99)
             measurements[side].published = arrivals.count(side)
         }
-        let cpu = zip(cpuAfter, cpuBefore).map { $0 - $1 }
         measurements[0].cpuPerFix = cpu[0] * 1000 / Double(max(measurements[0].published, 1))
         measurements[1].cpuPerFix = (cpu[1] + cpu[2]) * 1000 / Double(max(measurements[1].published, 1))
         print(String(format: "mqtt run: CPU ours %.3f s; peer gpsd %.3f s + bridge %.3f s; TPVs published "

@@ -532,16 +532,6 @@ struct ServiceRun {
     }
 
     /// User plus system CPU time of every thread (`/proc/PID/stat` fields 14 and 15).
-    func cpuSeconds(_ pid: Int32) -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
-        else { return 0 }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        // After the command: state is field 3, utime 14, stime 15 (1-based), so 11 and 12 here.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
     /// VmRSS and VmHWM of `/proc/PID/status`, in MB.
     func residentMemory(_ pid: Int32) -> (rss: Double, peak: Double) {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
