@@ -81,21 +81,22 @@ final class Targets<Value: Sendable>: Sendable {
     /// client's usual disconnect, then allocates nothing).
     @inlinable
     func removing(_ id: SubscriberID, timestamped wasTimestamped: Bool, empty: Targets) -> Targets {
+        if calls.count + replaying.count + streams.count == 1,
+           (calls.first?.id ?? replaying.first?.id ?? streams.first?.id) == id {
+            return empty
+        }
         let timestamped = timestamped - (wasTimestamped ? 1 : 0)
         if let index = calls.firstIndex(where: { $0.id == id }) {
-            if calls.count == 1 && replaying.isEmpty && streams.isEmpty { return empty }
             var calls = calls
             calls.remove(at: index)
             return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
         }
         if let index = replaying.firstIndex(where: { $0.id == id }) {
-            if replaying.count == 1 && calls.isEmpty && streams.isEmpty { return empty }
             var replaying = replaying
             replaying.remove(at: index)
             return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
         }
         if let index = streams.firstIndex(where: { $0.id == id }) {
-            if streams.count == 1 && calls.isEmpty && replaying.isEmpty { return empty }
             var streams = streams
             streams.remove(at: index)
             return Targets(calls: calls, replaying: replaying, streams: streams, timestamped: timestamped)
