@@ -6,7 +6,7 @@
 //   - latency: the last byte of an epoch (GLL, which ends the cycle for gpsd and for ours) written
 //     to the terminal -> that epoch's TPV printed by the subscriber: p50, p99;
 //   - CPU per published fix: CPU time (user and kernel, every thread, the scheduler's nanosecond
-//     account: see SwitchCount) of everything that turns the stream into messages
+//     account: see ThreadCounters) of everything that turns the stream into messages
 //     at the broker (ours: the one gnss-hat process, gpsd service, journal and bridge included;
 //     the peer: gpsd plus the Python bridge), over the streaming, divided by the TPVs that arrived.
 // Ours publishes TPV, OwnTracks and SKY per epoch with QoS 1, TPV and OwnTracks through its journal;
@@ -208,12 +208,12 @@ struct MQTTRun {
         try await Task.sleep(for: .milliseconds(200))
 
         // The stream: each sentence at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
-        // CPU time: every thread's, as the scheduler accounts it, sampled at every epoch (see SwitchCount).
-        var counts: [SwitchCount] = []
+        // CPU time: every thread's, as the scheduler accounts it, sampled at every epoch (see ThreadCounters).
+        var counts: [ThreadCounters] = []
         let total = MQTTBenchmark.warmUp + MQTTBenchmark.measured
         let lastWrite = try await ServiceRun.feed(.nmea, epochs: total, to: terminals) { epoch in
             if epoch == 0 {
-                counts = pids.map { SwitchCount(pid: $0) }
+                counts = pids.map { ThreadCounters(pid: $0) }
             } else {
                 for count in counts { count.sample() }
             }

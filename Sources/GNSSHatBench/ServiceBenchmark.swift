@@ -10,14 +10,14 @@
 //     (ours runs with --early-position; gpsd reports NMEA at the end of the cycle, UBX on NAV-PVT,
 //     so the quarter target is an NMEA target);
 //   - resident memory and CPU time of each service while streaming (CPU time: the scheduler's
-//     nanosecond account of every thread, see SwitchCount); resident memory counts the
+//     nanosecond account of every thread, see ThreadCounters); resident memory counts the
 //     clean pages of the executable and shared libraries mapped in, so the private dirty memory
 //     (smaps_rollup: the heap, stacks, relocated data) is printed beside it. Ours is the static
 //     binary users install (scripts/build-static.sh, which bench.sh runs): the Swift runtime in
 //     it is laid out for the service (scripts/profile-order.sh); the release build, with the
 //     shared Swift libraries, maps nearly twice as much (12.9 against 7.0 MB, measured);
 //   - context switches per epoch while streaming (voluntary and involuntary, every thread, threads
-//     that start or end meanwhile included, sampled once per epoch: see SwitchCount): how often each
+//     that start or end meanwhile included, sampled once per epoch: see ThreadCounters): how often each
 //     service is woken to handle an epoch;
 //   - wake-ups per second while no client watches (context switches of every thread), and which
 //     threads (by name) woke.
@@ -185,9 +185,9 @@ enum ServiceBenchmark {
         /// MB resident at the end of streaming, and the peak.
         var rss = 0.0
         var peakRSS = 0.0
-        /// CPU time of every thread while streaming (see ``SwitchCount``).
+        /// CPU time of every thread while streaming (see ``ThreadCounters``).
         var cpuSeconds = 0.0
-        /// Context switches of every thread while streaming, per epoch streamed (see ``SwitchCount``).
+        /// Context switches of every thread while streaming, per epoch streamed (see ``ThreadCounters``).
         var switchesPerEpoch = 0.0
         /// Threads started and ended while streaming (an ended one's last epoch is not counted).
         var threadsStarted = 0
@@ -301,20 +301,20 @@ struct ServiceRun {
         }
 
         // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
-        var switchCounts: [SwitchCount] = []
+        var threadCounters: [ThreadCounters] = []
         let clock = ContinuousClock()
         let total = ServiceBenchmark.warmUp + epochs
         let writes = try await Self.feed(stream, epochs: total, to: terminals) { epoch in
             if epoch == ServiceBenchmark.warmUp {
                 // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
-                switchCounts = pids.map { SwitchCount(pid: $0) }
+                threadCounters = pids.map { ThreadCounters(pid: $0) }
             } else {
-                for count in switchCounts { count.sample() }
+                for count in threadCounters { count.sample() }
             }
         }
         let (firstWrite, lastWrite) = (writes.first, writes.last)
         try await Task.sleep(for: .milliseconds(500))
-        let streamCounts = switchCounts.map { $0.stop() }
+        let streamCounts = threadCounters.map { $0.stop() }
         let memory = pids.map(residentMemory)
         let dirty = pids.map(privateDirtyMemory)
         stop.store(true, ordering: .releasing)
@@ -345,8 +345,8 @@ struct ServiceRun {
             measurements[side].firstPositionP99 = percentile(firstPosition, 0.99)
             measurements[side].cpuSeconds = streamCounts[side].cpuSeconds
             measurements[side].switchesPerEpoch = Double(streamCounts[side].switches) / Double(epochs)
-            measurements[side].threadsStarted = switchCounts[side].started
-            measurements[side].threadsEnded = switchCounts[side].ended
+            measurements[side].threadsStarted = threadCounters[side].started
+            measurements[side].threadsEnded = threadCounters[side].ended
             measurements[side].rss = memory[side].rss
             measurements[side].peakRSS = memory[side].peak
             measurements[side].privateDirty = dirty[side]
@@ -605,7 +605,7 @@ struct ServiceRun {
 /// (the first field of /proc/PID/task/TID/schedstat, in nanoseconds): `utime` and `stime` of
 /// /proc/PID/stat count 10 ms ticks, and a service busy for a fraction of a millisecond per epoch
 /// would be measured in a dozen of them.
-final class SwitchCount {
+final class ThreadCounters {
     struct Counters {
         var switches = 0
         var runNanoseconds = 0
