@@ -4,8 +4,11 @@
 // them matter at once: the epoch's first position (the early TPV) and its end (the complete TPV and
 // SKY). The pacer learns how long an epoch lasts from its start to its end and, once the epoch in
 // progress has nothing urgent left, lets the loop pause until a little before the end is due; the
-// kernel keeps the bytes meanwhile, and one read then takes them all. Pure: times come in as
-// durations on the caller's monotonic clock.
+// kernel keeps the bytes meanwhile, and one read then takes them all. When the next epoch's start is
+// not urgent either (its position does not go out early), it learns the interval from one epoch's
+// end to the next's and lets the loop sleep from an end to a little before the next end, through
+// the next start: one wake-up an epoch fewer. Pure: times come in as durations on the caller's
+// monotonic clock.
 
 import GNSSProtocol
 
@@ -18,6 +21,11 @@ struct EpochMarks: Sendable, Equatable {
     /// The epoch in progress at the chunk's end has nothing urgent before its end: its first position
     /// came (and went out), or none is expected.
     var settled = false
+    /// An epoch ended in this chunk (also one that started in it).
+    var endedEpoch = false
+    /// No epoch is in progress at the chunk's end, and the next one's start is not urgent: its first
+    /// position will not go out early (no provisional fixes, or the last epoch had no position).
+    var nextStartIdle = false
 
     static let none = EpochMarks()
 }
@@ -32,6 +40,7 @@ struct EpochProgress: Sendable {
     private var lastHadPosition = false
     private var marks = EpochMarks.none
     private var startedHere = false
+    private var endedHere = false
 
     init(provisionalFixes: Bool) {
         self.provisionalFixes = provisionalFixes
@@ -47,6 +56,7 @@ struct EpochProgress: Sendable {
         case .provisionalFix:
             awaitsPosition = false
         case .epoch(let epoch):
+            endedHere = true
             if startedHere { startedHere = false } else { marks.endedEarlierEpoch = true }
             inProgress = false
             awaitsPosition = false
@@ -61,8 +71,11 @@ struct EpochProgress: Sendable {
         var result = marks
         result.startedEpoch = startedHere
         result.settled = inProgress && !awaitsPosition
+        result.endedEpoch = endedHere
+        result.nextStartIdle = !inProgress && !(provisionalFixes && lastHadPosition)
         marks = .none
         startedHere = false
+        endedHere = false
         return result
     }
 }
@@ -91,6 +104,12 @@ struct ReadPacer: Sendable {
 
     /// The lengths of recent epochs, from the read of their first message to the read of their last.
     private(set) var lengths: [Duration] = []
+    /// Recent intervals from one epoch's end to the next's, both read as they came.
+    private(set) var periods: [Duration] = []
+    /// When the read of the last epoch end returned, if it was read as it came (not after a pause).
+    private var lastEnd: Duration?
+    /// The pause in progress began at an epoch's end and runs through the next one's start.
+    private var pausedThroughStart = false
     /// When the read that started the epoch in progress returned (nil: none in progress).
     private var epochStart: Duration?
     private var pausedThisEpoch = false
@@ -119,9 +138,12 @@ struct ReadPacer: Sendable {
     mutating func restart(bytesPerSecond: Int) {
         longestPause = Self.longestPause(bytesPerSecond)
         lengths.removeAll()
+        periods.removeAll()
+        lastEnd = nil
         epochStart = nil
         pausedThisEpoch = false
         justPaused = false
+        pausedThroughStart = false
         lateWakeMargin = .zero
     }
 
@@ -135,7 +157,31 @@ struct ReadPacer: Sendable {
     mutating func chunk(_ marks: EpochMarks, at now: Duration) -> Duration? {
         let afterPause = justPaused
         justPaused = false
-        if marks.endedEarlierEpoch {
+        let throughStart = pausedThroughStart
+        pausedThroughStart = false
+        if marks.endedEpoch {
+            if afterPause {
+                // The end waited in the kernel: no interval from it. After a pause through the start,
+                // that pause overslept: one as long as the usual interval woke late (wake earlier),
+                // a shorter interval is learnt again.
+                if throughStart {
+                    overslept += 1
+                    if let last = lastEnd, let shortest = periods.min(), now - last >= shortest {
+                        lateWakeMargin = min(lateWakeMargin + Self.leastMargin, Self.mostForLateWakes)
+                    } else {
+                        periods.removeAll()
+                    }
+                }
+                lastEnd = nil
+            } else {
+                if let last = lastEnd {
+                    periods.append(now - last)
+                    if periods.count > Self.remembered { periods.removeFirst() }
+                }
+                lastEnd = now
+            }
+        }
+        if marks.endedEarlierEpoch && !throughStart {
             if afterPause {
                 // The end was in the kernel when the pause ended: it waited. An epoch shorter than
                 // planned: learn again. One as long as usual: the wake-up came late; wake earlier.
@@ -153,23 +199,51 @@ struct ReadPacer: Sendable {
         }
         if marks.startedEpoch {
             // A start that waited in the kernel (after a pause, under load) is taken as later than it
-            // came: the length measured is then shorter than the epoch's, which pauses less.
-            epochStart = now
-            pausedThisEpoch = false
+            // came: the length measured is then shorter than the epoch's, which pauses less. One that
+            // came during a pause through it has had its epoch's pause, and its length is not measured
+            // (read at the pause's end, it would be the few milliseconds left of the epoch).
+            epochStart = throughStart ? nil : now
+            pausedThisEpoch = throughStart
+        }
+        if marks.endedEpoch, marks.nextStartIdle, lastEnd == now, periods.count >= Self.epochsToLearn,
+           let shortest = periods.min(), let longest = periods.max(),
+           shortest - margin(spread: longest - shortest) <= longestPause
+        {
+            // From this end to a margin before the next: through the next start, which nobody awaits.
+            // (Epochs further apart than the kernel holds, 1 Hz at 9600 baud say, pause from the start.)
+            guard let pause = plannedPause(until: now + shortest, spread: longest - shortest, now: now) else {
+                return nil
+            }
+            pausedThroughStart = true
+            return pause
         }
         guard marks.settled, !pausedThisEpoch, let start = epochStart, lengths.count >= Self.epochsToLearn,
               let shortest = lengths.min(), let longest = lengths.max()
         else { return nil }
+        guard let pause = plannedPause(until: start + shortest, spread: longest - shortest, now: now) else {
+            return nil
+        }
+        pausedThisEpoch = true
+        return pause
+    }
+
+    /// The margin before a planned end: the least, plus `spread`, plus what late wake-ups taught.
+    private func margin(spread: Duration) -> Duration {
+        Self.leastMargin + spread + lateWakeMargin
+    }
+
+    /// A pause from `now` to a margin before `end` (the margin: the least, plus `spread`, how much the
+    /// remembered lengths differ, plus what late wake-ups taught), at most ``longestPause``; nil
+    /// while a command's replies are due or when it would be shorter than ``shortestPause``.
+    private mutating func plannedPause(until end: Duration, spread: Duration, now: Duration) -> Duration? {
         if let until = conversationUntil {
             if now < until { return nil }
             conversationUntil = nil
         }
-        let margin = Self.leastMargin + (longest - shortest) + lateWakeMargin
         // In whole milliseconds, rounded down: the loop's wait counts milliseconds and rounds up.
-        let planned = min(start + shortest - margin - now, longestPause).components
+        let planned = min(end - margin(spread: spread) - now, longestPause).components
         let pause = Duration.milliseconds(planned.seconds * 1000 + planned.attoseconds / 1_000_000_000_000_000)
         guard pause >= Self.shortestPause else { return nil }
-        pausedThisEpoch = true
         justPaused = true
         pauses += 1
         return pause

@@ -16,6 +16,9 @@ private struct PacedLine {
     }
 
     var pacer: ReadPacer
+    /// Whether epochs' starts are not urgent (no early position): the decoder then marks each chunk
+    /// that leaves no epoch in progress with `nextStartIdle`.
+    var idleStarts = false
     /// When the loop can read next (after a pause).
     private var readyAt: Duration = .zero
     /// Every read: when it returned and how many messages it took.
@@ -34,6 +37,7 @@ private struct PacedLine {
             let at = max(messages[index].0, readyAt)
             var marks = EpochMarks.none
             var startedHere = false
+            var endedHere = false
             var taken = 0
             var inProgress = false
             while index < messages.count && messages[index].0 <= at {
@@ -48,6 +52,7 @@ private struct PacedLine {
                 case .middle:
                     inProgress = true
                 case .end:
+                    endedHere = true
                     if startedHere { startedHere = false } else { marks.endedEarlierEpoch = true }
                     inProgress = false
                     positionPending = false
@@ -57,6 +62,8 @@ private struct PacedLine {
             }
             marks.startedEpoch = startedHere
             marks.settled = inProgress && !positionPending
+            marks.endedEpoch = endedHere
+            marks.nextStartIdle = idleStarts && !inProgress
             reads.append((at, taken))
             readyAt = pacer.chunk(marks, at: at).map { at + $0 + lateness } ?? at
         }
@@ -174,6 +181,84 @@ struct ReadPacerTests {
         #expect(short.pacer.pauses == 0)
     }
 
+    @Test("no early position to send: from the fifth end on, it sleeps through the next start to a margin before its end")
+    func throughTheStart() {
+        var line = PacedLine()
+        line.idleStarts = true
+        line.run(PacedLine.epochs(5))
+        // Ends at 80, 180, ..., 480, each read as it came: four intervals of 100 ms by the fifth end,
+        // which pauses through epoch 5's start (epoch 4 paused from its start, as before).
+        #expect(line.pacer.periods == Array(repeating: .milliseconds(100), count: 4))
+        #expect(line.pacer.pauses == 2)
+        let before = line.reads.count
+        line.run(PacedLine.epochs(2, from: 5))
+        // From the end at 480 to 480 + 100 - 1: epoch 5's start and middle in one read, its end as it
+        // comes; the same again from 580. No read at an epoch's start any more.
+        let reads = line.reads[before...].map(\.at)
+        #expect(Array(reads) == [579, 580, 679, 680].map { .milliseconds($0) })
+        #expect(line.reads[before].messages == 14)
+        #expect(line.pacer.pauses == 4)
+        #expect(line.pacer.overslept == 0)
+        #expect(line.pacer.periods.count == 6)
+        // The epochs read late at their start are not measured from it: the lengths stay as learnt.
+        #expect(line.pacer.lengths.allSatisfy { $0 == .milliseconds(80) })
+    }
+
+    @Test("through the start: a late wake-up widens the margin, a sooner end is learnt again")
+    func throughTheStartOversleeps() {
+        var line = PacedLine()
+        line.idleStarts = true
+        line.run(PacedLine.epochs(5))
+        line.run(PacedLine.epochs(1, from: 5), lateness: .milliseconds(2))
+        // The pause from 580, planned to 679, woke at 681: epoch 6 whole in one read, its end waited.
+        var before = line.reads.count
+        line.run(PacedLine.epochs(1, from: 6))
+        #expect(line.reads[before...].map(\.at) == [.milliseconds(681)])
+        #expect(line.pacer.overslept == 1)
+        #expect(line.pacer.lateWakeMargin == .milliseconds(1))
+        #expect(line.pacer.periods.count == 5)
+        // That end was not read as it came: no interval from it and no pause through epoch 7's start,
+        // which pauses from its start instead, 2 ms before its end now.
+        before = line.reads.count
+        line.run(PacedLine.epochs(1, from: 7))
+        #expect(line.reads[before...].map(\.at) == [700, 778, 780].map { .milliseconds($0) })
+        // From 780 through the start again, to 780 + 100 - 2.
+        before = line.reads.count
+        line.run(PacedLine.epochs(1, from: 8))
+        #expect(line.reads[before...].map(\.at) == [878, 880].map { .milliseconds($0) })
+        // The receiver's epochs come sooner (every 50 ms from 900): the end at 930 is inside the pause
+        // planned from 880 to 978, and a shorter interval than learnt: learnt again.
+        let overslept = line.pacer.overslept
+        line.run((0..<5).flatMap { PacedLine.epoch(at: .milliseconds(900 + 50 * $0), length: .milliseconds(30)) })
+        #expect(line.pacer.overslept > overslept)
+        #expect(line.pacer.periods.allSatisfy { $0 == .milliseconds(50) })
+        #expect(line.pacer.periods.count < 4)
+    }
+
+    @Test("through the start: never further than the kernel holds, never while a command's replies are due")
+    func throughTheStartLimits() {
+        // At 409,600 bytes a second the kernel holds 5 ms of the line: no pause through a start 100 ms
+        // away, the start-based pause (capped at 5 ms) as before.
+        var fast = PacedLine(bytesPerSecond: 409_600)
+        fast.idleStarts = true
+        fast.run(PacedLine.epochs(8))
+        #expect(fast.pacer.periods.count >= 4)
+        let end = EpochMarks(endedEpoch: true, nextStartIdle: true)
+        #expect(fast.pacer.chunk(end, at: .milliseconds(880)) == nil)
+
+        var line = PacedLine()
+        line.idleStarts = true
+        line.run(PacedLine.epochs(5))
+        line.pacer.commandSent(at: .milliseconds(490))
+        let pauses = line.pacer.pauses
+        line.run(PacedLine.epochs(10, from: 5))
+        // Within a second of the command (to 1490 ms) nothing pauses; after it, epoch 15 from its start,
+        // then through each next start from its end (1580, 1680, 1780).
+        #expect(line.pacer.pauses == pauses)
+        line.run(PacedLine.epochs(3, from: 15))
+        #expect(line.pacer.pauses == pauses + 4)
+    }
+
     @Test("a pause never outlasts what the line's kernel buffer holds")
     func longestPause() {
         #expect(ReadPacer(bytesPerSecond: 11_520).longestPause == .milliseconds(177))
@@ -244,6 +329,10 @@ struct EpochProgressTests {
                 }
                 #expect(chunk.marks.startedEpoch == startedHere)
                 #expect(chunk.marks.endedEarlierEpoch == endedEarlier)
+                let endedAny = chunk.outputs.contains { if case .epoch = $0 { true } else { false } }
+                #expect(chunk.marks.endedEpoch == endedAny)
+                // The next start needs nobody awake unless its position goes out early.
+                #expect(chunk.marks.nextStartIdle == (!inProgress && !(provisional && lastHadPosition)))
                 if chunk.marks.startedEpoch { starts += 1 }
                 if chunk.marks.endedEarlierEpoch { ends += 1 }
                 // Urgent while the epoch's position is due and goes out early: the previous epoch
