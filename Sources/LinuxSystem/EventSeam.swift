@@ -62,3 +62,9 @@ func system_pthread_detach(_ thread: pthread_t) -> CInt {
 func system_set_thread_name(_ name: String) {
     _ = cshim_set_thread_name(String(name.utf8.prefix(15)) ?? "")
 }
+
+/// Names the calling thread (`pthread_setname_np`; the first 15 bytes): a thread made with
+/// `pthread_create` elsewhere (a C library's, say) otherwise keeps its creator's name in `top -H`.
+public func nameCurrentThread(_ name: String) {
+    system_set_thread_name(name)
+}
