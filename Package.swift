@@ -93,7 +93,7 @@ let package = Package(
             name: "GNSSHatBench",
             dependencies: [
                 "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GPSD", "CMallocCounter",
-                "LinuxSystem",
+                "LinuxSystem", "MQTT",
             ]
         ),
 

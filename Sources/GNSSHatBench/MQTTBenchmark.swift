@@ -1,24 +1,29 @@
 // `mqtt`: gnss-hat serve --mqtt beside a typical gpsd-to-MQTT bridge (scripts/bench/gpsd-mqtt-bridge.py:
 // Debian's gps module reading Debian's gpsd, paho-mqtt publishing, under /usr/bin/python3), each fed
-// the same NMEA stream on its own pseudo-terminal at the same moments (10 Hz, paced as a 115200-baud
-// UART, the service benchmark's stream), both publishing to one Mosquitto broker this benchmark
-// starts, one mosquitto_sub subscribed to both TPV topics. Per run and side:
+// the same NMEA stream on its own pseudo-terminal (10 Hz, paced as a 115200-baud UART, the service
+// benchmark's stream; the peer's half an epoch after ours's, so that the two sides never handle an
+// epoch's end at the same moment: see ServiceBenchmark.stagger), both publishing to one Mosquitto
+// broker this benchmark starts, one mosquitto_sub subscribed to both TPV topics. Per run and side:
 //   - latency: the last byte of an epoch (GLL, which ends the cycle for gpsd and for ours) written
 //     to the terminal -> that epoch's TPV printed by the subscriber: p50, p99;
 //   - CPU per published fix: CPU time (user and kernel, every thread, the scheduler's nanosecond
 //     account: see ThreadCounters) of everything that turns the stream into messages
 //     at the broker (ours: the one gnss-hat process, gpsd service, journal and bridge included;
 //     the peer: gpsd plus the Python bridge), over the streaming, divided by the TPVs that arrived.
+// Each run first measures the floor under both: a bridge that does nothing (MQTTRun.measureFloor).
 // Ours publishes TPV, OwnTracks and SKY per epoch with QoS 1, TPV and OwnTracks through its journal;
 // the peer publishes TPV and SKY as gpsd wrote them, QoS 1 (its cheapest form: no re-encoding).
 // Both run at nice -10 (gpsd and ours set it themselves as root; the peer is started with it).
 // Environment: GNSSHAT_BENCH_GNSS_HAT (the gnss-hat to measure; default: the one beside this program),
 // GNSSHAT_BENCH_MQTT_PEER (the peer's script; default: scripts/bench/gpsd-mqtt-bridge.py),
 // GNSSHAT_BENCH_RUNS (runs, medians reported, default 3), GNSSHAT_BENCH_MQTT_EPOCHS (epochs measured
-// per run after 20 of warm-up, default 300).
+// per run after 20 of warm-up, default 300), GNSSHAT_BENCH_STAGGER (milliseconds between the two
+// sides' streams, default 50; 0 writes both at the same moments), GNSSHAT_BENCH_THREADS (set: print
+// each process's CPU time and switches by thread name).
 
 import Foundation
 import LinuxSystem
+import MQTT
 import Synchronization
 
 enum MQTTBenchmark {
@@ -42,6 +47,17 @@ enum MQTTBenchmark {
         var cpuPerFix = 0.0
     }
 
+    /// The floor in one run: a bridge that does nothing (see MQTTRun.measureFloor).
+    struct Floor {
+        var p50 = 0.0
+        var p99 = 0.0
+        var arrived = 0
+    }
+
+    /// Lines of the floor's measurement per run, and their rate (Hz).
+    static let floorMessages = 300
+    static let floorRate = 25
+
     static func run() async throws {
         let gnssHat = environment["GNSSHAT_BENCH_GNSS_HAT"].map { URL(fileURLWithPath: $0) }
             ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -63,8 +79,11 @@ enum MQTTBenchmark {
         }
         print("mqtt: ours is \(gnssHat.path); the peer is \(script.path) on gpsd")
         var results: [(ours: Measurement, peer: Measurement)] = []
+        var floors: [Floor] = []
         for _ in 0..<runs {
-            results.append(try await MQTTRun(gnssHat: gnssHat, script: script).run())
+            let result = try await MQTTRun(gnssHat: gnssHat, script: script).run()
+            results.append((result.ours, result.peer))
+            floors.append(result.floor)
         }
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         func figure(_ key: KeyPath<Measurement, Double>) -> (Double, Double) {
@@ -75,6 +94,12 @@ enum MQTTBenchmark {
         }
         print("mqtt: \(runs) runs of \(measured) epochs at 10 Hz, 115200 baud, NMEA; TPVs measured per run: "
             + coverage.joined(separator: "; "))
+        // What any bridge pays besides its own work (see MQTTRun.measureFloor).
+        print(String(format: "mqtt: the floor, a bridge that does nothing (read(2) on a pseudo-terminal -> "
+            + "publish QoS 1; %d lines at %d Hz, both sides idle): p50 %.3f ms, p99 %.3f ms (medians of the "
+            + "runs); arrived ", floorMessages, floorRate,
+            median(floors.map(\.p50)), median(floors.map(\.p99)))
+            + floors.map { "\($0.arrived)/\(floorMessages)" }.joined(separator: ", "))
         var (ours, peer) = figure(\.p50)
         Bench.report("mqtt.latency-p50", ours: ours, peer: "bridge", peerValue: peer, unit: "ms", target: "-")
         (ours, peer) = figure(\.p99)
@@ -92,6 +117,7 @@ final class MQTTArrivals: Sendable {
         var arrivals: [[Int: ContinuousClock.Instant]] = [[:], [:]]
         var counts = [0, 0]
         var ready: Set<String> = []
+        var floor: [Int: ContinuousClock.Instant] = [:]
     }
 
     private let state = Lock(State())
@@ -102,6 +128,14 @@ final class MQTTArrivals: Sendable {
             if state.arrivals[side][epoch] == nil { state.arrivals[side][epoch] = instant }
         }
     }
+
+    func recordFloor(_ number: Int, at instant: ContinuousClock.Instant) {
+        state.withLock { state in
+            if state.floor[number] == nil { state.floor[number] = instant }
+        }
+    }
+
+    func floor() -> [Int: ContinuousClock.Instant] { state.withLock { $0.floor } }
 
     func markReady(_ topic: String) {
         _ = state.withLock { $0.ready.insert(topic) }
@@ -125,9 +159,11 @@ struct MQTTRun {
 
     static let oursTopic = "gnss-hat/bench/tpv"
     static let peerTopic = "bridge/bench/tpv"
+    static let floorTopic = "floor/bench"
 
     /// Index 0 is ours, 1 the peer.
-    func run() async throws -> (ours: MQTTBenchmark.Measurement, peer: MQTTBenchmark.Measurement) {
+    func run() async throws -> (ours: MQTTBenchmark.Measurement, peer: MQTTBenchmark.Measurement,
+                                floor: MQTTBenchmark.Floor) {
         let tools = tools
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-bench-mqtt-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -154,7 +190,7 @@ struct MQTTRun {
         let subscriber = Process()
         subscriber.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
         subscriber.arguments = ["-h", "127.0.0.1", "-p", "\(brokerPort)", "-v",
-                                "-t", Self.oursTopic, "-t", Self.peerTopic,
+                                "-t", Self.oursTopic, "-t", Self.peerTopic, "-t", Self.floorTopic,
                                 "-t", "gnss-hat/bench/status", "-t", "bridge/bench/status"]
         let output = Pipe()
         subscriber.standardOutput = output
@@ -179,6 +215,9 @@ struct MQTTRun {
 
         // Ours and the peer, each on its own pseudo-terminal.
         let terminals = [try PseudoTerminal(), try PseudoTerminal()]
+        // Open to the end: released after its last use (the last write), a terminal would drop an epoch's
+        // end its reader had not taken yet, and the service would see its line hang up.
+        defer { withExtendedLifetime(terminals) {} }
         let boardPath = try ServiceRun.writeBoard(on: terminals[0].devicePath,
                                                   title: "the mqtt benchmark's pseudo-terminal", in: directory)
         let ours = try tools.launch(gnssHat, [
@@ -206,18 +245,21 @@ struct MQTTRun {
             throw MQTTBenchmark.Failure(description: "a side never said it was online at the broker")
         }
         try await Task.sleep(for: .milliseconds(200))
+        let floor = try await measureFloor(brokerPort: brokerPort, arrivals: arrivals)
 
         // The stream: each sentence at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
         // CPU time: every thread's, as the scheduler accounts it, sampled at every epoch (see ThreadCounters).
         var counts: [ThreadCounters] = []
         let total = MQTTBenchmark.warmUp + MQTTBenchmark.measured
-        let lastWrite = try await ServiceRun.feed(.nmea, epochs: total, to: terminals) { epoch in
+        let writes = try await ServiceRun.feed(.nmea, epochs: total, to: terminals,
+                                               stagger: ServiceBenchmark.stagger) { epoch in
             if epoch == 0 {
                 counts = pids.map { ThreadCounters(pid: $0) }
             } else {
                 for count in counts { count.sample() }
             }
-        }.last
+        }
+        let lastWrite = writes.last
         try await Task.sleep(for: .milliseconds(500))
         let cpu = counts.map { $0.stop().cpuSeconds }
 
@@ -249,13 +291,81 @@ struct MQTTRun {
         if ours.terminationStatus != 0 {
             throw MQTTBenchmark.Failure(description: "gnss-hat serve exited \(ours.terminationStatus)")
         }
-        return (measurements[0], measurements[1])
+        return (measurements[0], measurements[1], floor)
+    }
+
+    /// The floor under both sides: a bridge that does nothing. With both sides connected and idle, a
+    /// thread of this program (at nice -10, as both sides) blocked in read(2) on a pseudo-terminal of
+    /// its own publishes each line it reads at once, QoS 1, through this program's libmosquitto client
+    /// (the MQTT module, as ours); each line is timed as the sides' epochs are, from its write to the
+    /// terminal to its line at the subscriber. No bridge reading a serial line and publishing through
+    /// this broker to this subscriber can be faster.
+    func measureFloor(brokerPort: UInt16, arrivals: MQTTArrivals) async throws -> MQTTBenchmark.Floor {
+        let client = try MQTTClient(configuration: MQTTConfiguration(
+            broker: BrokerAddress(host: "127.0.0.1", port: Int(brokerPort)), clientID: "gnsshat-bench-floor"
+        )) { _ in }
+        try client.start()
+        defer { client.stop() }
+        for _ in 0..<400 where !client.isConnected { try await Task.sleep(for: .milliseconds(25)) }
+        guard client.isConnected else {
+            throw MQTTBenchmark.Failure(description: "the floor's client never connected to the broker")
+        }
+        let terminal = try PseudoTerminal()
+        let device = open(terminal.devicePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard device >= 0 else {
+            throw MQTTBenchmark.Failure(description: "cannot open \(terminal.devicePath): errno \(errno)")
+        }
+        let done = Thread {
+            // On Linux a nice value is a thread's: 0 names the calling thread.
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
+            var buffer = [UInt8](repeating: 0, count: 256)
+            var pending: [UInt8] = []
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(device, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                pending += buffer[..<count]
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    if line == "end" { return }
+                    _ = try? client.publish(OutgoingMessage(topic: Self.floorTopic, text: line))
+                }
+            }
+        }
+        done.start()
+        defer { close(device) }
+        let clock = ContinuousClock()
+        let start = clock.now + .milliseconds(50)
+        var written: [ContinuousClock.Instant] = []
+        for number in 0..<MQTTBenchmark.floorMessages {
+            try await clock.sleep(until: start + .milliseconds(1000 * number / MQTTBenchmark.floorRate),
+                                  tolerance: .zero)
+            try terminal.write(Array("\(number)\n".utf8))
+            written.append(clock.now)
+        }
+        try terminal.write(Array("end\n".utf8))
+        try await Task.sleep(for: .milliseconds(500))
+        let arrived = arrivals.floor()
+        let latencies = written.enumerated().compactMap { number, sent in
+            arrived[number].map { tools.milliseconds(sent.duration(to: $0)) }
+        }
+        guard latencies.count >= MQTTBenchmark.floorMessages / 2 else {
+            throw MQTTBenchmark.Failure(description: "the floor: only \(latencies.count) of "
+                + "\(MQTTBenchmark.floorMessages) messages arrived")
+        }
+        return MQTTBenchmark.Floor(p50: tools.percentile(latencies, 0.5), p99: tools.percentile(latencies, 0.99),
+                                   arrived: latencies.count)
     }
 
     /// Records a subscriber line (`TOPIC PAYLOAD`): a TPV's epoch (from its time), or a status.
     static func record(_ line: String, at instant: ContinuousClock.Instant, into arrivals: MQTTArrivals) {
         guard let space = line.firstIndex(of: " ") else { return }
         let topic = line[..<space]
+        if topic == floorTopic {
+            if let number = Int(line[line.index(after: space)...]) { arrivals.recordFloor(number, at: instant) }
+            return
+        }
         if topic.hasSuffix("/status") {
             if line.hasSuffix(" online") { arrivals.markReady(String(topic)) }
             return

@@ -1,6 +1,6 @@
 // `service`: gnss-hat serve and Debian's gpsd side by side, each reading its own pseudo-terminal fed
-// the same receiver stream at the same moments (10 Hz, paced as a 115200-baud UART), each watched by
-// one TCP client in this process. Per stream (NMEA, UBX) and service:
+// the same receiver stream (10 Hz, paced as a 115200-baud UART; ours's half an epoch after gpsd's, see
+// `stagger`), each watched by one TCP client in this process. Per stream (NMEA, UBX) and service:
 //   - NMEA: last byte of an epoch (GLL) -> that epoch's last TPV at the client: p50, p99;
 //   - UBX: last byte of NAV-PVT -> the first TPV carrying its position: p50, p99. Both services
 //     report a UBX epoch's position on NAV-PVT (gpsd does not wait for NAV-TIMEUTC, so measuring
@@ -30,7 +30,9 @@
 // GNSSHAT_BENCH_SERVICE_PROFILE=DIR (both services under valgrind's callgrind instead, profiles in
 // DIR: two runs per configuration, of 50 and of the measured epochs, whose difference in instructions
 // per extra epoch is printed, start-up and shut-down cancelling out; no timing is printed),
-// GNSSHAT_BENCH_SERVICE_RUNS=nmea,ubx,nmea-20 (the runs to make).
+// GNSSHAT_BENCH_SERVICE_RUNS=nmea,ubx,nmea-20 (the runs to make), GNSSHAT_BENCH_STAGGER (milliseconds
+// between the two services' streams, default 50; 0 writes both at the same moments),
+// GNSSHAT_BENCH_THREADS (set: print each service's CPU time and switches by thread name).
 
 import Foundation
 import LinuxSystem
@@ -41,6 +43,13 @@ enum ServiceBenchmark {
     static let runs = max(1, Int(environment["GNSSHAT_BENCH_RUNS"] ?? "") ?? 3)
     static let measured = max(50, Int(environment["GNSSHAT_BENCH_SERVICE_EPOCHS"] ?? "") ?? 300)
     static let warmUp = 20
+    /// How long after the first side's stream the second side's is written (GNSSHAT_BENCH_STAGGER, in
+    /// milliseconds; default half an epoch). Written at the same moments, the two sides handled each
+    /// epoch's end together on this machine's two cores (and, in `mqtt`, in one broker and one
+    /// subscriber), so each side's latency tail measured the other's work as much as its own; half an
+    /// epoch apart, each handles its end alone, as it would on a Pi, and the rest of the other's
+    /// stream still arrives meanwhile.
+    static let stagger = Duration.milliseconds(Int(environment["GNSSHAT_BENCH_STAGGER"] ?? "") ?? 50)
     /// Bytes per second of a 115200-baud 8N1 UART.
     static let bytesPerSecond = 11_520.0
 
@@ -240,6 +249,9 @@ struct ServiceRun {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let terminals = [try PseudoTerminal(), try PseudoTerminal()]
+        // Open to the end: released after its last use (the last write), a terminal would drop an epoch's
+        // end its reader had not taken yet, and the service would see its line hang up.
+        defer { withExtendedLifetime(terminals) {} }
         let boardPath = try Self.writeBoard(on: terminals[1].devicePath,
                                             title: "the service benchmark's pseudo-terminal", in: directory)
         let ports = [try freePort(), try freePort()]
@@ -304,7 +316,7 @@ struct ServiceRun {
         var threadCounters: [ThreadCounters] = []
         let clock = ContinuousClock()
         let total = ServiceBenchmark.warmUp + epochs
-        let writes = try await Self.feed(stream, epochs: total, to: terminals) { epoch in
+        let writes = try await Self.feed(stream, epochs: total, to: terminals, stagger: ServiceBenchmark.stagger) { epoch in
             if epoch == ServiceBenchmark.warmUp {
                 // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
                 threadCounters = pids.map { ThreadCounters(pid: $0) }
@@ -424,28 +436,42 @@ struct ServiceRun {
     /// is always second. `beforeEpoch` runs before each epoch is written (to sample counters at the
     /// end of the warm-up).
     static func feed(
-        _ stream: ServiceStream, epochs: Int, to terminals: [PseudoTerminal], beforeEpoch: (Int) -> Void = { _ in }
+        _ stream: ServiceStream, epochs: Int, to terminals: [PseudoTerminal], stagger: Duration = .zero,
+        beforeEpoch: (Int) -> Void = { _ in }
     ) async throws -> Writes {
         var writes = Writes()
         var random = BenchRandom(state: 7)
         let clock = ContinuousClock()
         let start = clock.now + .milliseconds(50)
-        for epoch in 0..<epochs {
-            beforeEpoch(epoch)
-            let messages = stream.messages(epoch: epoch, random: &random)
+        // Every write of the run: when, which side, which epoch and message; side 1 `stagger` after
+        // side 0, the two interleaved in time (one side's epoch may end in the other's next).
+        let messages = (0..<epochs).map { stream.messages(epoch: $0, random: &random) }
+        var schedule: [(due: ContinuousClock.Instant, side: Int, epoch: Int, number: Int)] = []
+        for (epoch, epochMessages) in messages.enumerated() {
             let epochStart = start + .milliseconds(100 * epoch)
             var offset = 0
-            for (number, message) in messages.enumerated() {
+            for number in epochMessages.indices {
                 let due = epochStart + .nanoseconds(Int64(Double(offset) / ServiceBenchmark.bytesPerSecond * 1e9))
-                try await clock.sleep(until: due, tolerance: .zero)
                 for side in epoch % 2 == 0 ? [0, 1] : [1, 0] {
-                    try terminals[side].write(message)
-                    let written = clock.now
-                    if number == 0 { writes.first[side][epoch] = written }
-                    if number == messages.count - 1 { writes.last[side][epoch] = written }
+                    schedule.append((side == 1 ? due + stagger : due, side, epoch, number))
                 }
-                offset += message.count
+                offset += epochMessages[number].count
             }
+        }
+        // Stable: writes due at once keep their alternating order.
+        let order = schedule.indices.sorted { (schedule[$0].due, $0) < (schedule[$1].due, $1) }
+        var begun = -1
+        for index in order {
+            let (due, side, epoch, number) = schedule[index]
+            if epoch > begun {
+                begun = epoch
+                beforeEpoch(epoch)
+            }
+            try await clock.sleep(until: due, tolerance: .zero)
+            try terminals[side].write(messages[epoch][number])
+            let written = clock.now
+            if number == 0 { writes.first[side][epoch] = written }
+            if number == messages[epoch].count - 1 { writes.last[side][epoch] = written }
         }
         return writes
     }
@@ -640,9 +666,23 @@ final class ThreadCounters {
         ended = last.keys.filter { !alive.contains($0) }.count
         var switches = 0
         var nanoseconds = 0
+        var byName: [String: Counters] = [:]
         for (thread, counters) in last {
-            switches += counters.switches - (first[thread]?.switches ?? 0)
-            nanoseconds += counters.runNanoseconds - (first[thread]?.runNanoseconds ?? 0)
+            let threadSwitches = counters.switches - (first[thread]?.switches ?? 0)
+            let threadNanoseconds = counters.runNanoseconds - (first[thread]?.runNanoseconds ?? 0)
+            switches += threadSwitches
+            nanoseconds += threadNanoseconds
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "ended"
+            byName[name, default: Counters()].switches += threadSwitches
+            byName[name, default: Counters()].runNanoseconds += threadNanoseconds
+        }
+        if ProcessInfo.processInfo.environment["GNSSHAT_BENCH_THREADS"] != nil {
+            // Where the time went, by thread name (threads that ended meanwhile: "ended").
+            let lines = byName.sorted { $0.value.runNanoseconds > $1.value.runNanoseconds }.map {
+                String(format: "%@ %.1f ms %d switches", $0.key, Double($0.value.runNanoseconds) / 1e6, $0.value.switches)
+            }
+            print("threads of \(pid): " + lines.joined(separator: "; "))
         }
         return (switches, Double(nanoseconds) / 1e9)
     }
