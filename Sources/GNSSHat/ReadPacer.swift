@@ -162,38 +162,20 @@ struct ReadPacer: Sendable {
         if marks.endedEpoch {
             if afterPause {
                 // The end waited in the kernel: no interval from it. After a pause through the start,
-                // that pause overslept: one as long as the usual interval woke late (wake earlier),
-                // a shorter interval is learnt again.
-                if throughStart {
-                    overslept += 1
-                    if let last = lastEnd, let shortest = periods.min(), now - last >= shortest {
-                        lateWakeMargin = min(lateWakeMargin + Self.leastMargin, Self.mostForLateWakes)
-                    } else {
-                        periods.removeAll()
-                    }
-                }
+                // that pause overslept.
+                if throughStart { Self.overslept(since: lastEnd, now: now, &periods, &overslept, &lateWakeMargin) }
                 lastEnd = nil
             } else {
-                if let last = lastEnd {
-                    periods.append(now - last)
-                    if periods.count > Self.remembered { periods.removeFirst() }
-                }
+                if let last = lastEnd { Self.remember(now - last, in: &periods) }
                 lastEnd = now
             }
         }
         if marks.endedEarlierEpoch && !throughStart {
             if afterPause {
-                // The end was in the kernel when the pause ended: it waited. An epoch shorter than
-                // planned: learn again. One as long as usual: the wake-up came late; wake earlier.
-                overslept += 1
-                if let start = epochStart, let shortest = lengths.min(), now - start >= shortest {
-                    lateWakeMargin = min(lateWakeMargin + Self.leastMargin, Self.mostForLateWakes)
-                } else {
-                    lengths.removeAll()
-                }
+                // The end was in the kernel when the pause ended: it waited.
+                Self.overslept(since: epochStart, now: now, &lengths, &overslept, &lateWakeMargin)
             } else if let start = epochStart {
-                lengths.append(now - start)
-                if lengths.count > Self.remembered { lengths.removeFirst() }
+                Self.remember(now - start, in: &lengths)
             }
             epochStart = nil
         }
@@ -225,6 +207,27 @@ struct ReadPacer: Sendable {
         }
         pausedThisEpoch = true
         return pause
+    }
+
+    /// A pause overslept: what was measured `since` (the epoch's start, the last end) as long as the
+    /// shortest of `remembered` means the wake-up came late (wake earlier next time); shorter, the
+    /// receiver's epochs changed (learn them again).
+    private static func overslept(
+        since: Duration?, now: Duration, _ remembered: inout [Duration], _ count: inout Int,
+        _ lateWakeMargin: inout Duration
+    ) {
+        count += 1
+        if let since, let shortest = remembered.min(), now - since >= shortest {
+            lateWakeMargin = min(lateWakeMargin + leastMargin, mostForLateWakes)
+        } else {
+            remembered.removeAll()
+        }
+    }
+
+    /// Keeps `value` among the last ``remembered`` of `list`.
+    private static func remember(_ value: Duration, in list: inout [Duration]) {
+        list.append(value)
+        if list.count > remembered { list.removeFirst() }
     }
 
     /// The margin before a planned end: the least, plus `spread`, plus what late wake-ups taught.
