@@ -235,9 +235,9 @@ struct ReadPacer: Sendable {
         Self.leastMargin + spread + lateWakeMargin
     }
 
-    /// A pause from `now` to a margin before `end` (the margin: the least, plus `spread`, how much the
-    /// remembered lengths differ, plus what late wake-ups taught), at most ``longestPause``; nil
-    /// while a command's replies are due or when it would be shorter than ``shortestPause``.
+    /// A pause from `now` to a margin before `end` (`spread`: how much the remembered lengths or
+    /// intervals differ; see ``margin(spread:)``), at most ``longestPause``; nil while a command's
+    /// replies are due or when it would be shorter than ``shortestPause``.
     private mutating func plannedPause(until end: Duration, spread: Duration, now: Duration) -> Duration? {
         if let until = conversationUntil {
             if now < until { return nil }

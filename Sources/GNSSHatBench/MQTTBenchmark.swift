@@ -315,7 +315,7 @@ struct MQTTRun {
         guard device >= 0 else {
             throw MQTTBenchmark.Failure(description: "cannot open \(terminal.devicePath): errno \(errno)")
         }
-        let done = Thread {
+        let reader = Thread {
             // On Linux a nice value is a thread's: 0 names the calling thread.
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
             var buffer = [UInt8](repeating: 0, count: 256)
@@ -333,7 +333,8 @@ struct MQTTRun {
                 }
             }
         }
-        done.start()
+        reader.start()
+        // Closed after the reader has read "end" (below) and returned.
         defer { close(device) }
         let clock = ContinuousClock()
         let start = clock.now + .milliseconds(50)
