@@ -650,20 +650,23 @@ final class ThreadCounters {
         last = first
     }
 
-    /// Samples every thread's counters now.
-    func sample() {
+    /// Samples every thread's counters now; returns the threads alive.
+    @discardableResult
+    func sample() -> Set<String> {
         let now = Self.perThread(pid)
         for (thread, counters) in now {
             if last[thread] == nil { started += 1 }
             last[thread] = counters
         }
+        return Set(now.keys)
     }
 
-    /// Ends the window: the switches and CPU seconds of every thread seen in it.
+    /// Ends the window: the switches and CPU seconds of every thread seen in it. With
+    /// GNSSHAT_BENCH_THREADS set, prints them by thread name too.
     func stop() -> (switches: Int, cpuSeconds: Double) {
-        sample()
-        let alive = Set(Self.perThread(pid).keys)
+        let alive = sample()
         ended = last.keys.filter { !alive.contains($0) }.count
+        let byThreadName = ServiceBenchmark.environment["GNSSHAT_BENCH_THREADS"] != nil
         var switches = 0
         var nanoseconds = 0
         var byName: [String: Counters] = [:]
@@ -672,12 +675,13 @@ final class ThreadCounters {
             let threadNanoseconds = counters.runNanoseconds - (first[thread]?.runNanoseconds ?? 0)
             switches += threadSwitches
             nanoseconds += threadNanoseconds
+            guard byThreadName else { continue }
             let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/comm", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "ended"
             byName[name, default: Counters()].switches += threadSwitches
             byName[name, default: Counters()].runNanoseconds += threadNanoseconds
         }
-        if ProcessInfo.processInfo.environment["GNSSHAT_BENCH_THREADS"] != nil {
+        if byThreadName {
             // Where the time went, by thread name (threads that ended meanwhile: "ended").
             let lines = byName.sorted { $0.value.runNanoseconds > $1.value.runNanoseconds }.map {
                 String(format: "%@ %.1f ms %d switches", $0.key, Double($0.value.runNanoseconds) / 1e6, $0.value.switches)
