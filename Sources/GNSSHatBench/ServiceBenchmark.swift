@@ -21,6 +21,8 @@
 //     service is woken to handle an epoch;
 //   - wake-ups per second while no client watches (context switches of every thread), and which
 //     threads (by name) woke.
+//   - the floor under both services' latency: a service that does nothing (ServiceFloor), measured in
+//     each run before the stream, both services idle.
 // Runs: NMEA and UBX with one watching client each, and NMEA with 20 (CPU time, latency).
 // Both services run at nice -10: gpsd sets it itself when started as root (as here), ours too
 // (serve's --nice default); unprivileged, both would keep the nice value they were given.
@@ -96,6 +98,7 @@ enum ServiceBenchmark {
         for configuration in configurations where selected?.contains(configuration.name) ?? true {
             let stream = configuration.stream
             var results: [(ours: Measurement, gpsd: Measurement)] = []
+            var floors: [ServiceFloor.Figures] = []
             if let profile {
                 // Instructions per epoch: a long run less a short one, divided by the epochs between.
                 var totals: [(ours: Double, gpsd: Double)] = []
@@ -117,7 +120,8 @@ enum ServiceBenchmark {
                     stream: stream, watchers: configuration.watchers, gnssHat: gnssHat, gpsd: gpsd,
                     epochs: measured, profile: nil
                 ).run()
-                results.append(run)
+                results.append((run.ours, run.gpsd))
+                if let floor = run.floor { floors.append(floor) }
                 if configuration.watchers == 1 {
                     idle.append((run.ours.idleWakeups, run.gpsd.idleWakeups))
                     for (thread, rate) in run.ours.idleWakeupsByThread { idleThreads[thread, default: 0] += rate }
@@ -138,6 +142,12 @@ enum ServiceBenchmark {
                 + "\(configuration.watchers) watching client(s) per service; TPV epochs measured per run (at the "
                 + "first client): \(coverage.joined(separator: "; ")); threads started/ended while streaming: "
                 + churn.joined(separator: "; "))
+            // What any service pays besides its own work (see ServiceFloor); every run measured it.
+            print(String(format: "service \(configuration.label): the floor, a service that does nothing "
+                + "(read(2) on a pseudo-terminal -> send(2) to its TCP client; %d lines at %d Hz, both services "
+                + "idle): p50 %.3f ms, p99 %.3f ms (medians of the runs); arrived ", ServiceFloor.lines,
+                ServiceFloor.rate, median(floors.map(\.p50)), median(floors.map(\.p99)))
+                + floors.map { "\($0.arrived)/\(ServiceFloor.lines)" }.joined(separator: ", "))
             let label = configuration.label
             let lastByte = stream == .ubx ? "NAV-PVT last-byte->TPV" : "last-byte->TPV"
             var (ours, peer) = figure(\.lastByteP50)
@@ -243,8 +253,11 @@ struct ServiceRun {
     /// Where callgrind writes both services' profiles (nil: no profile, the services run as they are).
     let profile: URL?
 
-    /// Index 0 is gpsd, 1 is ours.
-    func run() async throws -> (ours: ServiceBenchmark.Measurement, gpsd: ServiceBenchmark.Measurement) {
+    /// Index 0 is gpsd, 1 is ours. The floor (ServiceFloor) is measured first, both services idle, unless
+    /// the run profiles.
+    func run() async throws
+        -> (ours: ServiceBenchmark.Measurement, gpsd: ServiceBenchmark.Measurement, floor: ServiceFloor.Figures?)
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-bench-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -281,6 +294,7 @@ struct ServiceRun {
         }
         for (pid, terminal) in zip(pids, terminals) { try await waitUntilOpen(pid, terminal.devicePath) }
         try await Task.sleep(for: .milliseconds(200))
+        let floor = profile == nil ? try await ServiceFloor.measure(tools: self) : nil
 
         // Readers: one thread timestamps every TPV on both connections as it arrives.
         let arrivals = [Arrivals(), Arrivals()]
@@ -374,11 +388,11 @@ struct ServiceRun {
                 let name = side == 0 ? "gpsd.callgrind" : "ours.callgrind"
                 measurements[side].instructions = try totalInstructions(in: profile.appendingPathComponent(name))
             }
-            return (measurements[1], measurements[0])
+            return (measurements[1], measurements[0], floor)
         }
         guard watchers == 1 else {
             try stopOurs(oursProcess)
-            return (measurements[1], measurements[0])
+            return (measurements[1], measurements[0], floor)
         }
         try await Task.sleep(for: .seconds(3))
         let switchesBefore = pids.map(contextSwitches)
@@ -400,7 +414,7 @@ struct ServiceRun {
         }
 
         try stopOurs(oursProcess)
-        return (measurements[1], measurements[0])
+        return (measurements[1], measurements[0], floor)
     }
 
     func stopOurs(_ process: Process) throws {

@@ -1,0 +1,103 @@
+// The floor of the service benchmark's latency: a service that does nothing. A thread of this program,
+// at nice -10 as both services, blocked in read(2) on a pseudo-terminal of its own, sends what each read
+// returns at once to its one TCP client over loopback; a thread of this program blocked in poll(2) on
+// that client takes it. Each line is timed as the services' epochs are, from its write to the terminal
+// to its arrival at the client. No service reading a serial line and writing to a watcher through this
+// kernel can be faster: what a service's latency has above this is its own work.
+
+import Foundation
+import LinuxSystem
+
+enum ServiceFloor {
+    /// Lines per measurement, and their rate (Hz): the MQTT floor's.
+    static let lines = 300
+    static let rate = 25
+
+    struct Figures {
+        var p50 = 0.0
+        var p99 = 0.0
+        var arrived = 0
+    }
+
+    /// Measures the floor once, with whatever else runs meanwhile (the services, idle, in the bench).
+    static func measure(tools: ServiceRun) async throws -> Figures {
+        let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
+        let client = try SocketConnection.connect(to: listener.address)
+        defer { client.close() }
+        var accepted: SocketConnection?
+        for _ in 0..<200 {
+            accepted = try listener.accept()
+            if accepted != nil { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        guard let server = accepted else {
+            throw ServiceBenchmark.Failure(description: "the floor: its client's connection was never accepted")
+        }
+        defer { server.close() }
+        let terminal = try PseudoTerminal()
+        defer { withExtendedLifetime(terminal) {} }
+        let device = open(terminal.devicePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard device >= 0 else {
+            throw ServiceBenchmark.Failure(description: "the floor: cannot open \(terminal.devicePath): errno \(errno)")
+        }
+        defer { close(device) }
+
+        // The client: when each numbered line arrived; "end" (or nothing for 5 s) ends it.
+        let arrivals = Lock([Int: ContinuousClock.Instant]())
+        let watcher = try LoopThread(name: "bench-floor-in") {
+            var pending: [UInt8] = []
+            while true {
+                guard let bytes = try? client.receive(timeout: .seconds(5)), !bytes.isEmpty else { return }
+                let now = ContinuousClock.now
+                pending += bytes
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    guard let number = Int(line) else { return }
+                    arrivals.withLock { if $0[number] == nil { $0[number] = now } }
+                }
+            }
+        }
+        defer { watcher.join() }
+        // The service that does nothing: what each read returns goes out at once; "end" ends it.
+        let service = try LoopThread(name: "bench-floor") {
+            // On Linux a nice value is a thread's: 0 names the calling thread.
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
+            var buffer = [UInt8](repeating: 0, count: 256)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(device, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                let sent = buffer.withUnsafeBytes { bytes in
+                    Result { () throws(SocketError) in try server.send(UnsafeRawBufferPointer(rebasing: bytes[..<count])) }
+                }
+                guard case .success(count) = sent else { return }
+                if buffer[..<count].suffix(4).elementsEqual("end\n".utf8) { return }
+            }
+        }
+        // On every way out: "end" lets the service return, and its client after it.
+        defer {
+            _ = try? terminal.write(Array("end\n".utf8))
+            service.join()
+        }
+
+        let clock = ContinuousClock()
+        let start = clock.now + .milliseconds(50)
+        var written: [ContinuousClock.Instant] = []
+        for number in 0..<lines {
+            try await clock.sleep(until: start + .milliseconds(1000 * number / rate), tolerance: .zero)
+            try terminal.write(Array("\(number)\n".utf8))
+            written.append(clock.now)
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let arrived = arrivals.withLock { $0 }
+        let latencies = written.enumerated().compactMap { number, sent in
+            arrived[number].map { tools.milliseconds(sent.duration(to: $0)) }
+        }
+        guard latencies.count >= lines / 2 else {
+            throw ServiceBenchmark.Failure(description: "the floor: only \(latencies.count) of \(lines) lines arrived")
+        }
+        return Figures(p50: tools.percentile(latencies, 0.5), p99: tools.percentile(latencies, 0.99),
+                       arrived: latencies.count)
+    }
+}
