@@ -315,7 +315,9 @@ struct MQTTRun {
         guard device >= 0 else {
             throw MQTTBenchmark.Failure(description: "cannot open \(terminal.devicePath): errno \(errno)")
         }
-        let reader = Thread {
+        // Closed after the reader has returned (below).
+        defer { close(device) }
+        let reader = try LoopThread(name: "bench-floor") {
             // On Linux a nice value is a thread's: 0 names the calling thread.
             _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
             var buffer = [UInt8](repeating: 0, count: 256)
@@ -333,9 +335,11 @@ struct MQTTRun {
                 }
             }
         }
-        reader.start()
-        // Closed after the reader has read "end" (below) and returned.
-        defer { close(device) }
+        // On every way out: "end" lets the reader return.
+        defer {
+            _ = try? terminal.write(Array("end\n".utf8))
+            reader.join()
+        }
         let clock = ContinuousClock()
         let start = clock.now + .milliseconds(50)
         var written: [ContinuousClock.Instant] = []
@@ -345,7 +349,6 @@ struct MQTTRun {
             try terminal.write(Array("\(number)\n".utf8))
             written.append(clock.now)
         }
-        try terminal.write(Array("end\n".utf8))
         try await Task.sleep(for: .milliseconds(500))
         let arrived = arrivals.floor()
         let latencies = written.enumerated().compactMap { number, sent in
