@@ -20,7 +20,7 @@
 //     that start or end meanwhile included, sampled once per epoch: see ThreadCounters): how often each
 //     service is woken to handle an epoch;
 //   - wake-ups per second while no client watches (context switches of every thread), and which
-//     threads (by name) woke.
+//     threads (by name) woke;
 //   - the floor under both services' latency: a service that does nothing (ServiceFloor), measured in
 //     each run before the stream, both services idle.
 // Runs: NMEA and UBX with one watching client each, and NMEA with 20 (CPU time, latency).
@@ -330,7 +330,8 @@ struct ServiceRun {
         var threadCounters: [ThreadCounters] = []
         let clock = ContinuousClock()
         let total = ServiceBenchmark.warmUp + epochs
-        let writes = try await Self.feed(stream, epochs: total, to: terminals, stagger: ServiceBenchmark.stagger) { epoch in
+        let stagger = ServiceBenchmark.stagger
+        let writes = try await Self.feed(stream, epochs: total, to: terminals, stagger: stagger) { epoch in
             if epoch == ServiceBenchmark.warmUp {
                 // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
                 threadCounters = pids.map { ThreadCounters(pid: $0) }
@@ -698,7 +699,8 @@ final class ThreadCounters {
         if byThreadName {
             // Where the time went, by thread name (threads that ended meanwhile: "ended").
             let lines = byName.sorted { $0.value.runNanoseconds > $1.value.runNanoseconds }.map {
-                String(format: "%@ %.1f ms %d switches", $0.key, Double($0.value.runNanoseconds) / 1e6, $0.value.switches)
+                String(format: "%@ %.1f ms %d switches", $0.key, Double($0.value.runNanoseconds) / 1e6,
+                       $0.value.switches)
             }
             print("threads of \(pid): " + lines.joined(separator: "; "))
         }

@@ -69,7 +69,9 @@ enum ServiceFloor {
                 if count < 0 && errno == EINTR { continue }
                 guard count > 0 else { return }
                 let sent = buffer.withUnsafeBytes { bytes in
-                    Result { () throws(SocketError) in try server.send(UnsafeRawBufferPointer(rebasing: bytes[..<count])) }
+                    Result { () throws(SocketError) in
+                        try server.send(UnsafeRawBufferPointer(rebasing: bytes[..<count]))
+                    }
                 }
                 guard case .success(count) = sent else { return }
                 if buffer[..<count].suffix(4).elementsEqual("end\n".utf8) { return }

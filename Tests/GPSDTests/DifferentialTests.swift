@@ -138,7 +138,8 @@ struct DifferentialTests {
             + skyTable.sorted { $0.key < $1.key }.map { "SKY.\($0.key) \($0.value.agree)/\($0.value.total)" }
             + ["SKY.satellites(PRN,el,az) \(satellitesMatch)/\(skyCommon.count)"]
         print("differential \(capture.file): TPV epochs gpsd \(gpsd.tpv.count) ours \(ours.tpv.count) common "
-            + "\(tpvCommon.count); SKY epochs gpsd \(gpsd.sky.count) ours \(ours.sky.count) common \(skyCommon.count)\n  "
+            + "\(tpvCommon.count); SKY epochs gpsd \(gpsd.sky.count) ours \(ours.sky.count) common "
+            + "\(skyCommon.count)\n  "
             + rows.joined(separator: ", "))
     }
 
@@ -211,7 +212,8 @@ struct DifferentialTests {
         for _ in 0..<400 {
             let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
             for fd in descriptors {
-                if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == path { return }
+                let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")
+                if target == path { return }
             }
             try await Task.sleep(for: .milliseconds(25))
         }
