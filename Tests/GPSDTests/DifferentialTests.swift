@@ -16,7 +16,7 @@ struct DifferentialCapture: Sendable, CustomStringConvertible {
     let satellitesAgree: Bool
     /// Whether the receiver's RMC carries a magnetic variation. Where it does, `magvar` and `magtrack` must
     /// agree with gpsd's; where it does not, gpsd 3.22 fills them from its own magnetic model and ours must
-    /// report none (`magneticModelNote`).
+    /// report none (`magneticModelFields`).
     var receiverVariation = false
     var description: String { file }
 }
