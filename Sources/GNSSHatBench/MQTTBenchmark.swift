@@ -48,15 +48,7 @@ enum MQTTBenchmark {
     }
 
     /// The floor in one run: a bridge that does nothing (see MQTTRun.measureFloor).
-    struct Floor {
-        var p50 = 0.0
-        var p99 = 0.0
-        var arrived = 0
-    }
-
-    /// Lines of the floor's measurement per run, and their rate (Hz).
-    static let floorMessages = 300
-    static let floorRate = 25
+    typealias Floor = FloorLines.Figures
 
     static func run() async throws {
         let gnssHat = environment["GNSSHAT_BENCH_GNSS_HAT"].map { URL(fileURLWithPath: $0) }
@@ -97,9 +89,9 @@ enum MQTTBenchmark {
         // What any bridge pays besides its own work (see MQTTRun.measureFloor).
         print(String(format: "mqtt: the floor, a bridge that does nothing (read(2) on a pseudo-terminal -> "
             + "publish QoS 1; %d lines at %d Hz, both sides idle): p50 %.3f ms, p99 %.3f ms (medians of the "
-            + "runs); arrived ", floorMessages, floorRate,
+            + "runs); arrived ", FloorLines.count, FloorLines.rate,
             median(floors.map(\.p50)), median(floors.map(\.p99)))
-            + floors.map { "\($0.arrived)/\(floorMessages)" }.joined(separator: ", "))
+            + floors.map { "\($0.arrived)/\(FloorLines.count)" }.joined(separator: ", "))
         var (ours, peer) = figure(\.p50)
         Bench.report("mqtt.latency-p50", ours: ours, peer: "bridge", peerValue: peer, unit: "ms", target: "-")
         (ours, peer) = figure(\.p99)
@@ -340,26 +332,9 @@ struct MQTTRun {
             _ = try? terminal.write(Array("end\n".utf8))
             reader.join()
         }
-        let clock = ContinuousClock()
-        let start = clock.now + .milliseconds(50)
-        var written: [ContinuousClock.Instant] = []
-        for number in 0..<MQTTBenchmark.floorMessages {
-            try await clock.sleep(until: start + .milliseconds(1000 * number / MQTTBenchmark.floorRate),
-                                  tolerance: .zero)
-            try terminal.write(Array("\(number)\n".utf8))
-            written.append(clock.now)
+        return try await FloorLines.measure(to: terminal, settle: .milliseconds(500), tools: tools) {
+            arrivals.floor()
         }
-        try await Task.sleep(for: .milliseconds(500))
-        let arrived = arrivals.floor()
-        let latencies = written.enumerated().compactMap { number, sent in
-            arrived[number].map { tools.milliseconds(sent.duration(to: $0)) }
-        }
-        guard latencies.count >= MQTTBenchmark.floorMessages / 2 else {
-            throw MQTTBenchmark.Failure(description: "the floor: only \(latencies.count) of "
-                + "\(MQTTBenchmark.floorMessages) messages arrived")
-        }
-        return MQTTBenchmark.Floor(p50: tools.percentile(latencies, 0.5), p99: tools.percentile(latencies, 0.99),
-                                   arrived: latencies.count)
     }
 
     /// Records a subscriber line (`TOPIC PAYLOAD`): a TPV's epoch (from its time), or a status.

@@ -98,7 +98,7 @@ enum ServiceBenchmark {
         for configuration in configurations where selected?.contains(configuration.name) ?? true {
             let stream = configuration.stream
             var results: [(ours: Measurement, gpsd: Measurement)] = []
-            var floors: [ServiceFloor.Figures] = []
+            var floors: [FloorLines.Figures] = []
             if let profile {
                 // Instructions per epoch: a long run less a short one, divided by the epochs between.
                 var totals: [(ours: Double, gpsd: Double)] = []
@@ -145,9 +145,9 @@ enum ServiceBenchmark {
             // What any service pays besides its own work (see ServiceFloor); every run measured it.
             print(String(format: "service \(configuration.label): the floor, a service that does nothing "
                 + "(read(2) on a pseudo-terminal -> send(2) to its TCP client; %d lines at %d Hz, both services "
-                + "idle): p50 %.3f ms, p99 %.3f ms (medians of the runs); arrived ", ServiceFloor.lines,
-                ServiceFloor.rate, median(floors.map(\.p50)), median(floors.map(\.p99)))
-                + floors.map { "\($0.arrived)/\(ServiceFloor.lines)" }.joined(separator: ", "))
+                + "idle): p50 %.3f ms, p99 %.3f ms (medians of the runs); arrived ", FloorLines.count,
+                FloorLines.rate, median(floors.map(\.p50)), median(floors.map(\.p99)))
+                + floors.map { "\($0.arrived)/\(FloorLines.count)" }.joined(separator: ", "))
             let label = configuration.label
             let lastByte = stream == .ubx ? "NAV-PVT last-byte->TPV" : "last-byte->TPV"
             var (ours, peer) = figure(\.lastByteP50)
@@ -256,7 +256,7 @@ struct ServiceRun {
     /// Index 0 is gpsd, 1 is ours. The floor (ServiceFloor) is measured first, both services idle, unless
     /// the run profiles.
     func run() async throws
-        -> (ours: ServiceBenchmark.Measurement, gpsd: ServiceBenchmark.Measurement, floor: ServiceFloor.Figures?)
+        -> (ours: ServiceBenchmark.Measurement, gpsd: ServiceBenchmark.Measurement, floor: FloorLines.Figures?)
     {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-bench-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -8,9 +8,12 @@
 import Foundation
 import LinuxSystem
 
-enum ServiceFloor {
-    /// Lines per measurement, and their rate (Hz): the MQTT floor's.
-    static let lines = 300
+/// The lines both floors (this one and the MQTT benchmark's) time: numbered lines written to a
+/// pseudo-terminal at a steady rate, each timed from its write to its arrival wherever the floor's
+/// do-nothing service delivers it.
+enum FloorLines {
+    /// Lines per measurement, and their rate (Hz).
+    static let count = 300
     static let rate = 25
 
     struct Figures {
@@ -19,8 +22,36 @@ enum ServiceFloor {
         var arrived = 0
     }
 
+    /// Writes lines "0" to "299" to `terminal`, 25 a second, waits `settle`, and times each line from
+    /// its write to its arrival as `arrivals` then gives it. Throws when fewer than half arrived.
+    static func measure(
+        to terminal: PseudoTerminal, settle: Duration, tools: ServiceRun,
+        arrivals: () -> [Int: ContinuousClock.Instant]
+    ) async throws -> Figures {
+        let clock = ContinuousClock()
+        let start = clock.now + .milliseconds(50)
+        var written: [ContinuousClock.Instant] = []
+        for number in 0..<count {
+            try await clock.sleep(until: start + .milliseconds(1000 * number / rate), tolerance: .zero)
+            try terminal.write(Array("\(number)\n".utf8))
+            written.append(clock.now)
+        }
+        try await Task.sleep(for: settle)
+        let arrived = arrivals()
+        let latencies = written.enumerated().compactMap { number, sent in
+            arrived[number].map { tools.milliseconds(sent.duration(to: $0)) }
+        }
+        guard latencies.count >= count / 2 else {
+            throw ServiceBenchmark.Failure(description: "the floor: only \(latencies.count) of \(count) lines arrived")
+        }
+        return Figures(p50: tools.percentile(latencies, 0.5), p99: tools.percentile(latencies, 0.99),
+                       arrived: latencies.count)
+    }
+}
+
+enum ServiceFloor {
     /// Measures the floor once, with whatever else runs meanwhile (the services, idle, in the bench).
-    static func measure(tools: ServiceRun) async throws -> Figures {
+    static func measure(tools: ServiceRun) async throws -> FloorLines.Figures {
         let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
         let client = try SocketConnection.connect(to: listener.address)
         defer { client.close() }
@@ -83,23 +114,8 @@ enum ServiceFloor {
             service.join()
         }
 
-        let clock = ContinuousClock()
-        let start = clock.now + .milliseconds(50)
-        var written: [ContinuousClock.Instant] = []
-        for number in 0..<lines {
-            try await clock.sleep(until: start + .milliseconds(1000 * number / rate), tolerance: .zero)
-            try terminal.write(Array("\(number)\n".utf8))
-            written.append(clock.now)
+        return try await FloorLines.measure(to: terminal, settle: .milliseconds(200), tools: tools) {
+            arrivals.withLock { $0 }
         }
-        try await Task.sleep(for: .milliseconds(200))
-        let arrived = arrivals.withLock { $0 }
-        let latencies = written.enumerated().compactMap { number, sent in
-            arrived[number].map { tools.milliseconds(sent.duration(to: $0)) }
-        }
-        guard latencies.count >= lines / 2 else {
-            throw ServiceBenchmark.Failure(description: "the floor: only \(latencies.count) of \(lines) lines arrived")
-        }
-        return Figures(p50: tools.percentile(latencies, 0.5), p99: tools.percentile(latencies, 0.99),
-                       arrived: latencies.count)
     }
 }
