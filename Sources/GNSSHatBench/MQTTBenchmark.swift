@@ -302,38 +302,24 @@ struct MQTTRun {
         guard client.isConnected else {
             throw MQTTBenchmark.Failure(description: "the floor's client never connected to the broker")
         }
-        let terminal = try PseudoTerminal()
-        let device = open(terminal.devicePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard device >= 0 else {
-            throw MQTTBenchmark.Failure(description: "cannot open \(terminal.devicePath): errno \(errno)")
-        }
-        // Closed after the reader has returned (below).
-        defer { close(device) }
-        let reader = try LoopThread(name: "bench-floor") {
-            // On Linux a nice value is a thread's: 0 names the calling thread.
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
-            var buffer = [UInt8](repeating: 0, count: 256)
-            var pending: [UInt8] = []
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(device, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                pending += buffer[..<count]
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[..<newline], as: UTF8.self)
-                    pending.removeSubrange(...newline)
-                    if line == "end" { return }
-                    _ = try? client.publish(OutgoingMessage(topic: Self.floorTopic, text: line))
-                }
-            }
-        }
-        // On every way out: "end" lets the reader return.
-        defer {
-            _ = try? terminal.write(Array("end\n".utf8))
-            reader.join()
-        }
-        return try await FloorLines.measure(to: terminal, settle: .milliseconds(500), tools: tools) {
+        // Each whole line read goes out as a message (a read may end inside one: the rest waits).
+        let pending = Lock<[UInt8]>([])
+        return try await FloorLines.measure(settle: .milliseconds(500), tools: tools) {
             arrivals.floor()
+        } forward: { bytes in
+            let lines = pending.withLock { pending -> [String] in
+                pending += bytes
+                var lines: [String] = []
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    lines.append(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
+                }
+                return lines
+            }
+            for line in lines where line != "end" {
+                _ = try? client.publish(OutgoingMessage(topic: Self.floorTopic, text: line))
+            }
+            return true
         }
     }
 

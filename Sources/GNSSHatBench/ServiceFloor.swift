@@ -8,9 +8,10 @@
 import Foundation
 import LinuxSystem
 
-/// The lines both floors (this one and the MQTT benchmark's) time: numbered lines written to a
-/// pseudo-terminal at a steady rate, each timed from its write to its arrival wherever the floor's
-/// do-nothing service delivers it.
+/// What both floors (this one and the MQTT benchmark's) share: the do-nothing service's reader, a thread
+/// at nice -10 blocked in read(2) on a pseudo-terminal of its own, handing on what each read returns; and
+/// the numbered lines written to that terminal at a steady rate, each timed from its write to its arrival
+/// wherever the floor delivers it.
 enum FloorLines {
     /// Lines per measurement, and their rate (Hz).
     static let count = 300
@@ -22,12 +23,39 @@ enum FloorLines {
         var arrived = 0
     }
 
-    /// Writes lines "0" to "299" to `terminal`, 25 a second, waits `settle`, and times each line from
-    /// its write to its arrival as `arrivals` then gives it. Throws when fewer than half arrived.
+    /// Starts the reader, which passes what each read returns to `forward` (the last read, "end", too)
+    /// until `forward` returns false or the end came; writes lines "0" to "299" to its terminal, 25 a
+    /// second, waits `settle`, and times each line from its write to its arrival as `arrivals` then gives
+    /// it. Throws when fewer than half arrived.
     static func measure(
-        to terminal: PseudoTerminal, settle: Duration, tools: ServiceRun,
-        arrivals: () -> [Int: ContinuousClock.Instant]
+        settle: Duration, tools: ServiceRun, arrivals: () -> [Int: ContinuousClock.Instant],
+        forward: @escaping @Sendable (ArraySlice<UInt8>) -> Bool
     ) async throws -> Figures {
+        let terminal = try PseudoTerminal()
+        defer { withExtendedLifetime(terminal) {} }
+        let device = open(terminal.devicePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard device >= 0 else {
+            throw ServiceBenchmark.Failure(description: "the floor: cannot open \(terminal.devicePath): errno \(errno)")
+        }
+        // Closed after the reader has returned (below).
+        defer { close(device) }
+        let reader = try LoopThread(name: "bench-floor") {
+            // On Linux a nice value is a thread's: 0 names the calling thread.
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
+            var buffer = [UInt8](repeating: 0, count: 256)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(device, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0, forward(buffer[..<count]), !buffer[..<count].suffix(4).elementsEqual("end\n".utf8)
+                else { return }
+            }
+        }
+        // On every way out: "end" lets the reader return.
+        defer {
+            _ = try? terminal.write(Array("end\n".utf8))
+            reader.join()
+        }
+
         let clock = ContinuousClock()
         let start = clock.now + .milliseconds(50)
         var written: [ContinuousClock.Instant] = []
@@ -65,13 +93,6 @@ enum ServiceFloor {
             throw ServiceBenchmark.Failure(description: "the floor: its client's connection was never accepted")
         }
         defer { server.close() }
-        let terminal = try PseudoTerminal()
-        defer { withExtendedLifetime(terminal) {} }
-        let device = open(terminal.devicePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard device >= 0 else {
-            throw ServiceBenchmark.Failure(description: "the floor: cannot open \(terminal.devicePath): errno \(errno)")
-        }
-        defer { close(device) }
 
         // The client: when each numbered line arrived; "end" (or nothing for 5 s) ends it.
         let arrivals = Lock([Int: ContinuousClock.Instant]())
@@ -90,32 +111,15 @@ enum ServiceFloor {
             }
         }
         defer { watcher.join() }
-        // The service that does nothing: what each read returns goes out at once; "end" ends it.
-        let service = try LoopThread(name: "bench-floor") {
-            // On Linux a nice value is a thread's: 0 names the calling thread.
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
-            var buffer = [UInt8](repeating: 0, count: 256)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(device, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return }
-                let sent = buffer.withUnsafeBytes { bytes in
-                    Result { () throws(SocketError) in
-                        try server.send(UnsafeRawBufferPointer(rebasing: bytes[..<count]))
-                    }
-                }
-                guard case .success(count) = sent else { return }
-                if buffer[..<count].suffix(4).elementsEqual("end\n".utf8) { return }
-            }
-        }
-        // On every way out: "end" lets the service return, and its client after it.
-        defer {
-            _ = try? terminal.write(Array("end\n".utf8))
-            service.join()
-        }
-
-        return try await FloorLines.measure(to: terminal, settle: .milliseconds(200), tools: tools) {
+        // The service that does nothing: what each read returns goes out at once ("end" too, which ends
+        // its client).
+        return try await FloorLines.measure(settle: .milliseconds(200), tools: tools) {
             arrivals.withLock { $0 }
+        } forward: { bytes in
+            let sent = bytes.withUnsafeBytes { bytes in
+                Result { () throws(SocketError) in try server.send(bytes) }
+            }
+            return (try? sent.get()) == bytes.count
         }
     }
 }
