@@ -114,19 +114,19 @@ public struct GSVSatellites: RandomAccessCollection, Hashable, Sendable {
 /// GGA: time, position and fix data.
 public struct NMEAGGA: Hashable, Sendable {
     public var talker: NMEATalker
-    public var time: TimeOfDay?
-    public var latitude: Double?
-    public var longitude: Double?
+    @Compact public var time: TimeOfDay?
+    @Compact public var latitude: Double?
+    @Compact public var longitude: Double?
     /// 0 none, 1 autonomous, 2 differential, 3 PPS, 4 RTK fixed, 5 RTK float, 6 dead reckoning, 7 manual, 8 simulator.
-    public var quality: Int?
-    public var satellitesUsed: Int?
-    public var hdop: Double?
+    @Compact public var quality: Int?
+    @Compact public var satellitesUsed: Int?
+    @Compact public var hdop: Double?
     /// Altitude above mean sea level and geoid separation, metres.
-    public var altitudeMSL: Double?
-    public var geoidSeparation: Double?
+    @Compact public var altitudeMSL: Double?
+    @Compact public var geoidSeparation: Double?
     /// Age of differential corrections, seconds; reference station id.
-    public var dgpsAge: Double?
-    public var dgpsStation: Int?
+    @Compact public var dgpsAge: Double?
+    @Compact public var dgpsStation: Int?
 
     public init(
         talker: NMEATalker = .gp, time: TimeOfDay?, latitude: Double?, longitude: Double?, quality: Int?,
@@ -150,22 +150,22 @@ public struct NMEAGGA: Hashable, Sendable {
 /// RMC: recommended minimum data.
 public struct NMEARMC: Hashable, Sendable {
     public var talker: NMEATalker
-    public var time: TimeOfDay?
+    @Compact public var time: TimeOfDay?
     /// `A` valid, `V` warning.
-    public var status: Unicode.Scalar?
-    public var latitude: Double?
-    public var longitude: Double?
-    public var speedKnots: Double?
+    @Compact public var status: Unicode.Scalar?
+    @Compact public var latitude: Double?
+    @Compact public var longitude: Double?
+    @Compact public var speedKnots: Double?
     /// Course over ground, degrees true.
-    public var course: Double?
-    public var date: GNSSDate?
+    @Compact public var course: Double?
+    @Compact public var date: GNSSDate?
     /// Magnetic variation, degrees, east positive.
-    public var magneticVariation: Double?
+    @Compact public var magneticVariation: Double?
     /// FAA mode indicator (NMEA 2.3): A autonomous, D differential, E estimated, F float RTK, M manual,
     /// N not valid, P precise, R RTK, S simulator.
-    public var modeIndicator: Unicode.Scalar?
+    @Compact public var modeIndicator: Unicode.Scalar?
     /// NMEA 4.10 navigational status: S safe, C caution, U unsafe, V not valid.
-    public var navigationStatus: Unicode.Scalar?
+    @Compact public var navigationStatus: Unicode.Scalar?
 
     public init(
         talker: NMEATalker = .gp, time: TimeOfDay?, status: Unicode.Scalar?, latitude: Double?, longitude: Double?,
@@ -194,17 +194,17 @@ public struct NMEARMC: Hashable, Sendable {
 public struct NMEAGSA: Hashable, Sendable {
     public var talker: NMEATalker
     /// `A` automatic, `M` manual.
-    public var selectionMode: Unicode.Scalar?
+    @Compact public var selectionMode: Unicode.Scalar?
     /// 1 no fix, 2 2D, 3 3D.
-    public var fixType: Int?
+    @Compact public var fixType: Int?
     public var satelliteIDs: NMEASatelliteIDs
-    public var pdop: Double?
-    public var hdop: Double?
-    public var vdop: Double?
+    @Compact public var pdop: Double?
+    @Compact public var hdop: Double?
+    @Compact public var vdop: Double?
     /// NMEA 4.10 system id (1 GPS, 2 GLONASS, 3 Galileo, 4 BeiDou, 5 QZSS, 6 NavIC). A sentence
     /// with more than 12 satellite ids has none (it would be read as one more id), so `sentence()`
     /// leaves it out then.
-    public var systemID: Int?
+    @Compact public var systemID: Int?
 
     public init(
         talker: NMEATalker = .gp, selectionMode: Unicode.Scalar? = "A", fixType: Int?, satelliteIDs: NMEASatelliteIDs,
@@ -226,10 +226,10 @@ public struct NMEAGSV: Hashable, Sendable {
     public var talker: NMEATalker
     public var sentenceCount: Int
     public var sentenceNumber: Int
-    public var satellitesInView: Int?
+    @Compact public var satellitesInView: Int?
     public var satellites: GSVSatellites
     /// NMEA 4.10 signal id (1 = GPS L1 C/A, GLONASS L1 OF, ...; 7 = Galileo E1).
-    public var signalID: Int?
+    @Compact public var signalID: Int?
 
     public init(
         talker: NMEATalker = .gp, sentenceCount: Int, sentenceNumber: Int, satellitesInView: Int?,
@@ -247,11 +247,11 @@ public struct NMEAGSV: Hashable, Sendable {
 /// VTG: course and speed over ground.
 public struct NMEAVTG: Hashable, Sendable {
     public var talker: NMEATalker
-    public var courseTrue: Double?
-    public var courseMagnetic: Double?
-    public var speedKnots: Double?
-    public var speedKmh: Double?
-    public var modeIndicator: Unicode.Scalar?
+    @Compact public var courseTrue: Double?
+    @Compact public var courseMagnetic: Double?
+    @Compact public var speedKnots: Double?
+    @Compact public var speedKmh: Double?
+    @Compact public var modeIndicator: Unicode.Scalar?
 
     public init(
         talker: NMEATalker = .gp, courseTrue: Double?, courseMagnetic: Double? = nil, speedKnots: Double?,
@@ -275,12 +275,12 @@ public struct NMEAVTG: Hashable, Sendable {
 /// GLL: geographic position.
 public struct NMEAGLL: Hashable, Sendable {
     public var talker: NMEATalker
-    public var latitude: Double?
-    public var longitude: Double?
-    public var time: TimeOfDay?
+    @Compact public var latitude: Double?
+    @Compact public var longitude: Double?
+    @Compact public var time: TimeOfDay?
     /// `A` valid, `V` invalid.
-    public var status: Unicode.Scalar?
-    public var modeIndicator: Unicode.Scalar?
+    @Compact public var status: Unicode.Scalar?
+    @Compact public var modeIndicator: Unicode.Scalar?
 
     public init(
         talker: NMEATalker = .gp, latitude: Double?, longitude: Double?, time: TimeOfDay?, status: Unicode.Scalar?,
@@ -298,19 +298,19 @@ public struct NMEAGLL: Hashable, Sendable {
 /// GNS: fix data for several systems.
 public struct NMEAGNS: Hashable, Sendable {
     public var talker: NMEATalker
-    public var time: TimeOfDay?
-    public var latitude: Double?
-    public var longitude: Double?
+    @Compact public var time: TimeOfDay?
+    @Compact public var latitude: Double?
+    @Compact public var longitude: Double?
     /// One mode indicator per system (GPS, GLONASS, Galileo, BeiDou, QZSS, NavIC).
     public var modeIndicators: String?
-    public var satellitesUsed: Int?
-    public var hdop: Double?
-    public var altitudeMSL: Double?
-    public var geoidSeparation: Double?
-    public var dgpsAge: Double?
-    public var dgpsStation: Int?
+    @Compact public var satellitesUsed: Int?
+    @Compact public var hdop: Double?
+    @Compact public var altitudeMSL: Double?
+    @Compact public var geoidSeparation: Double?
+    @Compact public var dgpsAge: Double?
+    @Compact public var dgpsStation: Int?
     /// NMEA 4.10 navigational status.
-    public var navigationStatus: Unicode.Scalar?
+    @Compact public var navigationStatus: Unicode.Scalar?
 
     public init(
         talker: NMEATalker = .gn, time: TimeOfDay?, latitude: Double?, longitude: Double?, modeIndicators: String?,
@@ -335,14 +335,14 @@ public struct NMEAGNS: Hashable, Sendable {
 /// GST: pseudorange error statistics, metres (orientation in degrees).
 public struct NMEAGST: Hashable, Sendable {
     public var talker: NMEATalker
-    public var time: TimeOfDay?
-    public var rangeRMS: Double?
-    public var semiMajor: Double?
-    public var semiMinor: Double?
-    public var orientation: Double?
-    public var latitudeError: Double?
-    public var longitudeError: Double?
-    public var altitudeError: Double?
+    @Compact public var time: TimeOfDay?
+    @Compact public var rangeRMS: Double?
+    @Compact public var semiMajor: Double?
+    @Compact public var semiMinor: Double?
+    @Compact public var orientation: Double?
+    @Compact public var latitudeError: Double?
+    @Compact public var longitudeError: Double?
+    @Compact public var altitudeError: Double?
 
     public init(
         talker: NMEATalker = .gp, time: TimeOfDay?, rangeRMS: Double?, semiMajor: Double?, semiMinor: Double?,
@@ -363,12 +363,12 @@ public struct NMEAGST: Hashable, Sendable {
 /// ZDA: UTC date and time, local zone.
 public struct NMEAZDA: Hashable, Sendable {
     public var talker: NMEATalker
-    public var time: TimeOfDay?
-    public var day: Int?
-    public var month: Int?
-    public var year: Int?
-    public var localZoneHours: Int?
-    public var localZoneMinutes: Int?
+    @Compact public var time: TimeOfDay?
+    @Compact public var day: Int?
+    @Compact public var month: Int?
+    @Compact public var year: Int?
+    @Compact public var localZoneHours: Int?
+    @Compact public var localZoneMinutes: Int?
 
     public init(
         talker: NMEATalker = .gp, time: TimeOfDay?, day: Int?, month: Int?, year: Int?, localZoneHours: Int? = nil,
@@ -392,10 +392,10 @@ public struct NMEAZDA: Hashable, Sendable {
 /// TXT: a text message.
 public struct NMEATXT: Hashable, Sendable {
     public var talker: NMEATalker
-    public var sentenceCount: Int?
-    public var sentenceNumber: Int?
+    @Compact public var sentenceCount: Int?
+    @Compact public var sentenceNumber: Int?
     /// 0 error, 1 warning, 2 notice, 7 user (u-blox).
-    public var textID: Int?
+    @Compact public var textID: Int?
     public var text: String
 
     public init(talker: NMEATalker = .gp, sentenceCount: Int? = 1, sentenceNumber: Int? = 1, textID: Int?, text: String)
