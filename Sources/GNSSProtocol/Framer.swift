@@ -321,6 +321,16 @@ public struct Framer: Sendable {
         var star = cursor.nmeaScanned > 0 && cursor.nmeaStar >= 0 ? head + cursor.nmeaStar : -1
         let limit = min(cursor.tail, head + limits.maxNMEALength)
         while index < limit {
+            // Fastest path: eight bytes at a time while all are body bytes (below) and summed.
+            if star < 0 {
+                while limit &- index >= 8 {
+                    let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                    guard NMEAWord.isBody(word) else { break }
+                    xor ^= NMEAWord.xor(word)
+                    index &+= 8
+                }
+                guard index < limit else { break }
+            }
             let byte = raw[index]
             // Fast path: '+' (0x2B) to '~' (0x7E) holds every byte of a sentence body but the few below
             // (space, '*', '$', '!', control characters), which take the checks that follow.
@@ -370,5 +380,29 @@ public struct Framer: Sendable {
         cursor.nmeaXor = xor
         cursor.nmeaStar = star >= 0 ? star - head : -1
         return .needMore
+    }
+}
+
+/// Eight sentence bytes in one `UInt64`, checked and summed together (the bit tricks are exact as tests of
+/// "any byte": a borrow or carry that crosses into the next byte only happens when one already matched).
+enum NMEAWord {
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// Whether every byte is in '+' (0x2B) ... '~' (0x7E), the bytes of a body but '*', '$', '!', space.
+    @inline(__always)
+    static func isBody(_ word: UInt64) -> Bool {
+        let below = (word &- ones &* 0x2B) & ~word & highs
+        let above = ((word &+ ones) | word) & highs
+        return below | above == 0
+    }
+
+    /// The XOR of the eight bytes.
+    @inline(__always)
+    static func xor(_ word: UInt64) -> UInt8 {
+        var folded = word ^ word >> 32
+        folded ^= folded >> 16
+        folded ^= folded >> 8
+        return UInt8(truncatingIfNeeded: folded)
     }
 }
