@@ -324,7 +324,7 @@ public struct Framer: Sendable {
             // Fastest path: eight bytes at a time while all are body bytes (below) and summed.
             if star < 0 {
                 while limit &- index >= 8 {
-                    let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                    let word = raw.u64(index)
                     guard NMEAWord.isBody(word) else { break }
                     xor ^= NMEAWord.xor(word)
                     index &+= 8

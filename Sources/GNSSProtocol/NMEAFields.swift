@@ -250,18 +250,13 @@ enum Commas {
         return ~(((x & low7) &+ low7) | x | low7)
     }
 
-    @inline(__always)
-    private static func word(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
-        UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-    }
-
     /// The number of commas in `bytes`.
     static func count(in bytes: UnsafeRawBufferPointer) -> Int {
         var count = 0
         var offset = 0
         while bytes.count &- offset >= 8 {
             // One mark per comma, in the byte's high bit: summed by the multiply into the top byte.
-            count &+= Int(((marks(word(bytes, at: offset)) >> 7) &* 0x0101_0101_0101_0101) >> 56)
+            count &+= Int(((marks(bytes.u64(offset)) >> 7) &* 0x0101_0101_0101_0101) >> 56)
             offset &+= 8
         }
         while offset < bytes.count {
@@ -275,7 +270,7 @@ enum Commas {
     static func first(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
         var offset = start
         while bytes.count &- offset >= 8 {
-            let found = marks(word(bytes, at: offset))
+            let found = marks(bytes.u64(offset))
             if found != 0 { return offset &+ found.trailingZeroBitCount >> 3 }
             offset &+= 8
         }
