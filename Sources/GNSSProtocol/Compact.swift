@@ -70,8 +70,8 @@ extension TimeOfDay: CompactStorable {
     @inlinable public static var absentStorage: UInt64 { .max }
 
     @inlinable public var compactStorage: UInt64 {
-        UInt64(min(max(hour, 0), 0xFFFF)) << 46 | UInt64(min(max(minute, 0), 0xFF)) << 38
-            | UInt64(min(max(second, 0), 0xFF)) << 30 | UInt64(min(max(nanosecond, 0), 0x3FFF_FFFF))
+        clampedBits(hour, 0xFFFF) << 46 | clampedBits(minute, 0xFF) << 38 | clampedBits(second, 0xFF) << 30
+            | clampedBits(nanosecond, 0x3FFF_FFFF)
     }
 
     @inlinable public init(compactStorage: UInt64) {
@@ -86,8 +86,8 @@ extension GNSSDate: CompactStorable {
     @inlinable public static var absentStorage: UInt64 { .max }
 
     @inlinable public var compactStorage: UInt64 {
-        UInt64(UInt32(bitPattern: Int32(clamping: year))) << 16 | UInt64(min(max(month, 0), 0xFF)) << 8
-            | UInt64(min(max(day, 0), 0xFF))
+        UInt64(UInt32(bitPattern: Int32(clamping: year))) << 16 | clampedBits(month, 0xFF) << 8
+            | clampedBits(day, 0xFF)
     }
 
     @inlinable public init(compactStorage: UInt64) {
@@ -95,4 +95,10 @@ extension GNSSDate: CompactStorable {
             year: Int(Int32(bitPattern: UInt32(truncatingIfNeeded: compactStorage >> 16))),
             month: Int(compactStorage >> 8 & 0xFF), day: Int(compactStorage & 0xFF))
     }
+}
+
+/// `value` clamped to `0...limit`, as the bits of a packed field.
+@usableFromInline @inline(__always)
+func clampedBits(_ value: Int, _ limit: Int) -> UInt64 {
+    UInt64(min(max(value, 0), limit))
 }
