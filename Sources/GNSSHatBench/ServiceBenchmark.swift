@@ -23,7 +23,9 @@
 //     threads (by name) woke;
 //   - the floor under both services' latency: a service that does nothing (ServiceFloor), measured in
 //     each run before the stream, both services idle.
-// Runs: NMEA and UBX with one watching client each, and NMEA with 20 (CPU time, latency).
+// Runs: NMEA and UBX with one watching client each, NMEA with 20 (CPU time, latency), and UBX with the
+// CPU floor (ServiceCPUFloor: a service that does the least an early TPV and an epoch's end need) in
+// ours's place, against gpsd.
 // Both services run at nice -10: gpsd sets it itself when started as root (as here), ours too
 // (serve's --nice default); unprivileged, both would keep the nice value they were given.
 // Environment: GNSSHAT_BENCH_GNSS_HAT (the gnss-hat to measure; default: the one beside this
@@ -32,7 +34,7 @@
 // GNSSHAT_BENCH_SERVICE_PROFILE=DIR (both services under valgrind's callgrind instead, profiles in
 // DIR: two runs per configuration, of 50 and of the measured epochs, whose difference in instructions
 // per extra epoch is printed, start-up and shut-down cancelling out; no timing is printed),
-// GNSSHAT_BENCH_SERVICE_RUNS=nmea,ubx,nmea-20 (the runs to make), GNSSHAT_BENCH_STAGGER (milliseconds
+// GNSSHAT_BENCH_SERVICE_RUNS=nmea,ubx,nmea-20,ubx-floor (the runs to make), GNSSHAT_BENCH_STAGGER (milliseconds
 // between the two services' streams, default 50; 0 writes both at the same moments),
 // GNSSHAT_BENCH_THREADS (set: print each service's CPU time and switches by thread name).
 
@@ -63,16 +65,20 @@ enum ServiceBenchmark {
     struct Configuration {
         let stream: ServiceStream
         let watchers: Int
+        /// The CPU floor (ServiceCPUFloor) in ours's place, against gpsd.
+        var cpuFloor = false
 
-        /// `nmea`, `ubx`, `nmea-20`: the name GNSSHAT_BENCH_SERVICE_RUNS takes.
-        var name: String { watchers == 1 ? stream.rawValue : "\(stream.rawValue)-\(watchers)" }
+        /// `nmea`, `ubx`, `nmea-20`, `ubx-floor`: the name GNSSHAT_BENCH_SERVICE_RUNS takes.
+        var name: String {
+            cpuFloor ? "\(stream.rawValue)-floor" : watchers == 1 ? stream.rawValue : "\(stream.rawValue)-\(watchers)"
+        }
         /// How the bench lines name it: `nmea`, `ubx`, `nmea 20 watchers`.
         var label: String { watchers == 1 ? stream.rawValue : "\(stream.rawValue) \(watchers) watchers" }
     }
 
     static let configurations = [
         Configuration(stream: .nmea, watchers: 1), Configuration(stream: .ubx, watchers: 1),
-        Configuration(stream: .nmea, watchers: 20),
+        Configuration(stream: .nmea, watchers: 20), Configuration(stream: .ubx, watchers: 1, cpuFloor: true),
     ]
 
     static func run() async throws {
@@ -97,6 +103,10 @@ enum ServiceBenchmark {
         var privateDirty: [(ours: Double, gpsd: Double)] = []
         for configuration in configurations where selected?.contains(configuration.name) ?? true {
             let stream = configuration.stream
+            if configuration.cpuFloor {
+                if profile == nil { try await measureCPUFloor(stream: stream, gnssHat: gnssHat, gpsd: gpsd) }
+                continue
+            }
             var results: [(ours: Measurement, gpsd: Measurement)] = []
             var floors: [FloorLines.Figures] = []
             if let profile {
@@ -193,6 +203,40 @@ enum ServiceBenchmark {
             + (woke.isEmpty ? "none" : woke.joined(separator: ", ")))
     }
 
+    /// Runs the UBX CPU floor (ServiceCPUFloor) in ours's place against gpsd, `runs` times, and prints its CPU
+    /// time, switches and latency beside gpsd's: how far under gpsd's CPU time any service that sends an
+    /// early TPV and the epoch's end can go on this machine.
+    static func measureCPUFloor(stream: ServiceStream, gnssHat: URL, gpsd: URL) async throws {
+        // The floor sleeps from NAV-PVT to 2 ms past the latest any epoch's last frame is due.
+        var random = BenchRandom(state: ServiceRun.streamSeed)
+        var latest = 0.0
+        for epoch in 0..<(warmUp + measured) {
+            let messages = stream.messages(epoch: epoch, random: &random)
+            latest = max(latest, Double(messages.dropLast().reduce(0) { $0 + $1.count }) / bytesPerSecond)
+        }
+        let endAfter = Duration.milliseconds(Int((latest * 1000).rounded(.up)) + 2)
+        var results: [(floor: Measurement, gpsd: Measurement)] = []
+        for _ in 0..<runs {
+            let run = try await ServiceRun(stream: stream, watchers: 1, gnssHat: gnssHat, gpsd: gpsd, epochs: measured,
+                                           profile: nil, cpuFloorEnd: endAfter).run()
+            results.append((run.ours, run.gpsd))
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let floorCPU = median(results.map(\.floor.cpuSeconds))
+        let gpsdCPU = median(results.map(\.gpsd.cpuSeconds))
+        let ratios = results.map { String(format: "%.2f", $0.floor.cpuSeconds / $0.gpsd.cpuSeconds) }
+        print("service \(stream.rawValue): the CPU floor, a service that does the least an early TPV and the "
+            + "epoch's end need (GNSSHatBench \(ServiceCPUFloor.flag): two wake-ups, two reads and two sends an "
+            + "epoch, no decoding, fixed lines; \(results.count) runs of \(measured) epochs, its NAV-PVT covered in "
+            + results.map { "\($0.floor.epochs)/\(measured)" }.joined(separator: ", ") + "):")
+        print(String(format: "service \(stream.rawValue) CPU floor: floor=%.3f s gpsd=%.3f s ratio=%.2f (per run %@); "
+            + "switches per epoch floor=%.2f gpsd=%.2f; NAV-PVT last-byte->TPV p50 floor=%.3f ms gpsd=%.3f ms, "
+            + "p99 floor=%.3f ms gpsd=%.3f ms", floorCPU, gpsdCPU, floorCPU / gpsdCPU, ratios.joined(separator: " / "),
+            median(results.map(\.floor.switchesPerEpoch)), median(results.map(\.gpsd.switchesPerEpoch)),
+            median(results.map(\.floor.lastByteP50)), median(results.map(\.gpsd.lastByteP50)),
+            median(results.map(\.floor.lastByteP99)), median(results.map(\.gpsd.lastByteP99))))
+    }
+
     /// One service's figures in one run.
     struct Measurement {
         var lastByteP50 = 0.0
@@ -252,6 +296,12 @@ struct ServiceRun {
     let epochs: Int
     /// Where callgrind writes both services' profiles (nil: no profile, the services run as they are).
     let profile: URL?
+    /// Set: the UBX CPU floor (ServiceCPUFloor) runs in ours's place, sleeping this long from each NAV-PVT
+    /// to the epoch's end; only the streaming figures are measured (no latency floor, no idle).
+    var cpuFloorEnd: Duration? = nil
+
+    /// The seed of the streams `feed` writes.
+    static let streamSeed: UInt64 = 7
 
     /// Index 0 is gpsd, 1 is ours. The floor (ServiceFloor) is measured first, both services idle, unless
     /// the run profiles.
@@ -275,9 +325,18 @@ struct ServiceRun {
                                      profile: profile?.appendingPathComponent("gpsd.callgrind"))
         // gpsd keeps SIGTERM blocked when its parent's thread had it blocked: SIGKILL ends it.
         defer { kill(gpsdProcess.processIdentifier, SIGKILL) }
-        let oursProcess = try launch(gnssHat, [
-            "serve", "--board", boardPath, "--listen", "127.0.0.1:\(ports[1])", "--early-position", "--linger", "1",
-        ], profile: profile?.appendingPathComponent("ours.callgrind"))
+        let oursProcess: Process
+        if let cpuFloorEnd {
+            let bench = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            let milliseconds = Int((cpuFloorEnd / .milliseconds(1)).rounded(.up))
+            oursProcess = try launch(bench, [
+                ServiceCPUFloor.flag, terminals[1].devicePath, "\(ports[1])", "\(milliseconds)",
+            ])
+        } else {
+            oursProcess = try launch(gnssHat, [
+                "serve", "--board", boardPath, "--listen", "127.0.0.1:\(ports[1])", "--early-position", "--linger", "1",
+            ], profile: profile?.appendingPathComponent("ours.callgrind"))
+        }
         defer { if oursProcess.isRunning { kill(oursProcess.processIdentifier, SIGKILL) } }
         let pids = [gpsdProcess.processIdentifier, oursProcess.processIdentifier]
 
@@ -294,7 +353,7 @@ struct ServiceRun {
         }
         for (pid, terminal) in zip(pids, terminals) { try await waitUntilOpen(pid, terminal.devicePath) }
         try await Task.sleep(for: .milliseconds(200))
-        let floor = profile == nil ? try await ServiceFloor.measure(tools: self) : nil
+        let floor = profile == nil && cpuFloorEnd == nil ? try await ServiceFloor.measure(tools: self) : nil
 
         // Readers: one thread timestamps every TPV on both connections as it arrives.
         let arrivals = [Arrivals(), Arrivals()]
@@ -391,6 +450,10 @@ struct ServiceRun {
             }
             return (measurements[1], measurements[0], floor)
         }
+        if cpuFloorEnd != nil {
+            // The floor has no idle to measure; killed (by the defer above).
+            return (measurements[1], measurements[0], floor)
+        }
         guard watchers == 1 else {
             try stopOurs(oursProcess)
             return (measurements[1], measurements[0], floor)
@@ -455,7 +518,7 @@ struct ServiceRun {
         beforeEpoch: (Int) -> Void = { _ in }
     ) async throws -> Writes {
         var writes = Writes()
-        var random = BenchRandom(state: 7)
+        var random = BenchRandom(state: streamSeed)
         let clock = ContinuousClock()
         let start = clock.now + .milliseconds(50)
         // Every write of the run: when, which side, which epoch and message; side 1 `stagger` after
