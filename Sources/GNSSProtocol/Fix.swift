@@ -103,6 +103,12 @@ public struct DilutionOfPrecision: Hashable, Sendable {
             && position == nil
     }
 
+    /// Whether all seven are known (nothing left for ``fillMissing(from:)`` to fill).
+    public var isComplete: Bool {
+        x != nil && y != nil && vertical != nil && time != nil && horizontal != nil && geometric != nil
+            && position != nil
+    }
+
     /// These DOPs with every value at or above `limit` (a receiver's "unknown") left out.
     public func keeping(below limit: Double) -> DilutionOfPrecision {
         func keep(_ value: Double?) -> Double? { value.flatMap { $0 < limit ? $0 : nil } }

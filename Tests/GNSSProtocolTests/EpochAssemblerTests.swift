@@ -83,6 +83,17 @@ struct EpochAssemblerTests {
         #expect(sky.dops.position == 1.71 && sky.dops.geometric != nil)
     }
 
+    @Test("DOPs are complete with all seven known; the geometry fills only what a receiver left out")
+    func dopCompleteness() {
+        var dops = DilutionOfPrecision(x: 1, y: 2, vertical: 3, time: 4, horizontal: 5, geometric: 6)
+        #expect(!dops.isComplete && !dops.isEmpty)
+        dops.position = 7
+        #expect(dops.isComplete)
+        dops.fillMissing(from: DilutionOfPrecision(x: 9, y: 9, vertical: 9, time: 9, horizontal: 9, geometric: 9,
+                                                   position: 9))
+        #expect(dops == DilutionOfPrecision(x: 1, y: 2, vertical: 3, time: 4, horizontal: 5, geometric: 6, position: 7))
+    }
+
     @Test("a wrong learned end reopens the epoch instead of splitting it")
     func reopen() throws {
         var assembler = EpochAssembler()

@@ -1,6 +1,26 @@
 // Dilution of precision from the geometry of the used satellites, for the DOPs a receiver did not send
 // (gpsd's `fill_dop`).
 
+/// The geometry DOPs of a set of satellites, worked out the first time a report needs them: a receiver
+/// that sends all its DOPs (u-blox NAV-DOP) never needs them, and a provisional fix made before the
+/// epoch's DOPs and satellites arrived does not either.
+struct GeometryOnDemand {
+    private let satellites: [SatelliteInView]
+    private var known: DilutionOfPrecision?
+
+    init(of satellites: [SatelliteInView]) {
+        self.satellites = satellites
+    }
+
+    /// Fills what `dops` lacks from the geometry, worked out now if not yet.
+    mutating func fillMissing(in dops: inout DilutionOfPrecision) {
+        guard !dops.isComplete else { return }
+        let geometry = known ?? .geometry(of: satellites)
+        known = geometry
+        dops.fillMissing(from: geometry)
+    }
+}
+
 extension DilutionOfPrecision {
     /// The DOPs of the line-of-sight geometry of the used satellites: needs four. A satellite counts once
     /// however many of its signals are listed: DOP is the geometry of the lines of sight. (gpsd counts every

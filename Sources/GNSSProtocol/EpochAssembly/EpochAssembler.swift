@@ -118,7 +118,8 @@ public struct EpochAssembler: Sendable {
     public var pendingFix: Fix? {
         guard current.hasFixData, !current.emitted else { return nil }
         let used = current.sawGSA ? current.usedThisEpoch : usedSatellites
-        return buildFix(geometry: .geometry(of: currentSatellites(used: used))).fix
+        var geometry = GeometryOnDemand(of: currentSatellites(used: used))
+        return buildFix(geometry: &geometry).fix
     }
 
     /// The pending fix of the epoch in progress the first time it has a position, then `nil` until the next
@@ -138,14 +139,14 @@ public struct EpochAssembler: Sendable {
             usedSatellites.removeAll(keepingCapacity: true)
             usedSatellites.append(contentsOf: current.usedThisEpoch)
         }
-        // The satellites and their geometry, once for both reports.
+        // The satellites and their geometry (at most once, for both reports, when a DOP is missing).
         let satellites = current.hasContent ? currentSatellites(used: usedSatellites) : []
-        let geometry = DilutionOfPrecision.geometry(of: satellites)
-        let fix = current.hasFixData ? makeFix(geometry: geometry) : nil
+        var geometry = GeometryOnDemand(of: satellites)
+        let fix = current.hasFixData ? makeFix(geometry: &geometry) : nil
         var sky: SkyView?
         if current.hasSkyData {
             var view = SkyView(time: fix?.time, dops: current.dops, satellites: satellites)
-            view.dops.fillMissing(from: geometry)
+            geometry.fillMissing(in: &view.dops)
             sky = view
         }
         return Epoch(fix: fix, sky: sky)

@@ -30,7 +30,7 @@ extension EpochAssembler {
 
     /// The fix of the epoch in progress, and the date its time was given when it came from the date
     /// remembered from an earlier epoch or an NMEA date (what `makeFix` remembers for the next epochs).
-    func buildFix(geometry: DilutionOfPrecision) -> (fix: Fix, date: (date: GNSSDate, timeOfDay: Int64)?) {
+    func buildFix(geometry: inout GeometryOnDemand) -> (fix: Fix, date: (date: GNSSDate, timeOfDay: Int64)?) {
         let a = current
         var fix = Fix()
         let time = fixTime(a)
@@ -47,7 +47,7 @@ extension EpochAssembler {
         fix.dops = a.dops
         if a.hasSkyData || !a.dops.isEmpty {
             // Fill the DOPs the receiver did not send from the geometry of the used satellites (as gpsd does).
-            fix.dops.fillMissing(from: geometry)
+            geometry.fillMissing(in: &fix.dops)
         }
         fix.eph = a.eph
         fix.epv = a.epv
@@ -59,8 +59,8 @@ extension EpochAssembler {
     }
 
     /// The fix of the epoch in progress, remembered for the next epochs (their dates and rates).
-    mutating func makeFix(geometry: DilutionOfPrecision) -> Fix {
-        let (fix, date) = buildFix(geometry: geometry)
+    mutating func makeFix(geometry: inout GeometryOnDemand) -> Fix {
+        let (fix, date) = buildFix(geometry: &geometry)
         if let date {
             lastDate = date.date
             lastTimeOfDay = date.timeOfDay
