@@ -7,11 +7,8 @@
 // kernel keeps the bytes meanwhile, and one read then takes them all. When the next epoch's start is
 // not urgent either (its position does not go out early), it learns the interval from one epoch's
 // end to the next's and lets the loop sleep from an end to a little before the next end, through
-// the next start: one wake-up an epoch fewer. When the start is urgent but the end is not (the
-// position went out early, and what is left, the complete TPV and SKY, only completes it), the pause runs
-// to just past the end instead: the rest of the epoch is one read, two wake-ups an epoch in all, and the
-// end's reports come a couple of milliseconds after its last byte. Pure: times come in as durations on
-// the caller's monotonic clock.
+// the next start: one wake-up an epoch fewer. Pure: times come in as durations on the caller's
+// monotonic clock.
 
 import GNSSProtocol
 
@@ -26,9 +23,6 @@ struct EpochMarks: Sendable, Equatable {
     var settled = false
     /// An epoch ended in this chunk (also one that started in it).
     var endedEpoch = false
-    /// The epoch in progress at the chunk's end has had its first position go out early: its end
-    /// completes what went out and is not urgent.
-    var endIdle = false
     /// No epoch is in progress at the chunk's end, and the next one's start is not urgent: its first
     /// position will not go out early (no provisional fixes, or the last epoch had no position).
     var nextStartIdle = false
@@ -43,7 +37,6 @@ struct EpochProgress: Sendable {
     let provisionalFixes: Bool
     private var inProgress = false
     private var awaitsPosition = false
-    private var positionWentOut = false
     private var lastHadPosition = false
     private var marks = EpochMarks.none
     private var startedHere = false
@@ -60,16 +53,13 @@ struct EpochProgress: Sendable {
             inProgress = true
             // Urgent until its position came, if the epochs have positions and they go out early.
             awaitsPosition = provisionalFixes && lastHadPosition
-            positionWentOut = false
         case .provisionalFix:
             awaitsPosition = false
-            positionWentOut = true
         case .epoch(let epoch):
             endedHere = true
             if startedHere { startedHere = false } else { marks.endedEarlierEpoch = true }
             inProgress = false
             awaitsPosition = false
-            positionWentOut = false
             lastHadPosition = epoch.fix?.hasPosition ?? false
         case .message, .undecodable:
             break
@@ -82,7 +72,6 @@ struct EpochProgress: Sendable {
         result.startedEpoch = startedHere
         result.settled = inProgress && !awaitsPosition
         result.endedEpoch = endedHere
-        result.endIdle = inProgress && positionWentOut
         result.nextStartIdle = !inProgress && !(provisionalFixes && lastHadPosition)
         marks = .none
         startedHere = false
@@ -106,15 +95,6 @@ struct ReadPacer: Sendable {
     static let leastMargin: Duration = .milliseconds(1)
     /// The most that late wake-ups add to the margin.
     static let mostForLateWakes: Duration = .milliseconds(4)
-    /// How far past the longest remembered length a pause to past the end runs (the loop's wait rounds
-    /// to whole milliseconds): how late the end's reports may come.
-    static let pastEndMargin: Duration = .milliseconds(2)
-    /// The least interval from an epoch's end to the next start for pauses past the end: they must never
-    /// delay an urgent start.
-    static let leastGapPastEnd: Duration = .milliseconds(10)
-    /// Epochs paused past their end, after which one is paused before it again, its length measured
-    /// (past the end, an epoch that got shorter is not seen).
-    static let epochsPastEndBetweenMeasures = 8
     /// How long after a command replies are expected: no pauses then (a conversation waits).
     static let conversationWindow: Duration = .seconds(1)
 
@@ -133,15 +113,6 @@ struct ReadPacer: Sendable {
     /// When the read that started the epoch in progress returned (nil: none in progress).
     private var epochStart: Duration?
     private var pausedThisEpoch = false
-    /// The pause in progress runs past the end of the epoch in progress.
-    private var pausedPastEnd = false
-    /// Epochs paused past their end since a length was last measured.
-    private var pastEndSinceMeasured = 0
-    /// Recent intervals from the read that ended an epoch to the read that started the next, both
-    /// read as they came (not after a pause): shorter than the epochs' real gaps, never longer.
-    private(set) var gaps: [Duration] = []
-    /// When the read of the last epoch end returned, whatever came before it.
-    private var lastEndRead: Duration?
     /// The next chunk is the first after a pause: an epoch end in it may have waited in the kernel.
     private var justPaused = false
     private var conversationUntil: Duration?
@@ -152,8 +123,6 @@ struct ReadPacer: Sendable {
     /// Pauses taken, and those after which the epoch's end was already there.
     private(set) var pauses = 0
     private(set) var overslept = 0
-    /// Pauses that ran past the epoch's end (among `pauses`).
-    private(set) var pausesPastEnd = 0
 
     /// A pacer for a line of `bytesPerSecond`.
     init(bytesPerSecond: Int) {
@@ -171,12 +140,8 @@ struct ReadPacer: Sendable {
         lengths.removeAll()
         periods.removeAll()
         lastEnd = nil
-        gaps.removeAll()
-        lastEndRead = nil
         epochStart = nil
         pausedThisEpoch = false
-        pausedPastEnd = false
-        pastEndSinceMeasured = 0
         justPaused = false
         pausedThroughStart = false
         lateWakeMargin = .zero
@@ -194,17 +159,7 @@ struct ReadPacer: Sendable {
         justPaused = false
         let throughStart = pausedThroughStart
         pausedThroughStart = false
-        let pastEnd = pausedPastEnd
-        pausedPastEnd = false
-        if marks.startedEpoch, !afterPause, !marks.endedEarlierEpoch, let end = lastEndRead {
-            Self.remember(now - end, in: &gaps)
-        }
-        if marks.startedEpoch && marks.endedEarlierEpoch {
-            // No room between one epoch and the next: nothing may run past an end.
-            Self.remember(.zero, in: &gaps)
-        }
         if marks.endedEpoch {
-            lastEndRead = now
             if afterPause {
                 // The end waited in the kernel: no interval from it. After a pause through the start,
                 // that pause overslept.
@@ -216,15 +171,11 @@ struct ReadPacer: Sendable {
             }
         }
         if marks.endedEarlierEpoch && !throughStart {
-            if afterPause && pastEnd {
-                // Planned: the end came while the loop slept past it; its length is not measured.
-                pastEndSinceMeasured += 1
-            } else if afterPause {
+            if afterPause {
                 // The end was in the kernel when the pause ended: it waited.
                 Self.overslept(since: epochStart, now: now, &lengths, &overslept, &lateWakeMargin)
             } else if let start = epochStart {
                 Self.remember(now - start, in: &lengths)
-                pastEndSinceMeasured = 0
             }
             epochStart = nil
         }
@@ -251,16 +202,6 @@ struct ReadPacer: Sendable {
         guard marks.settled, !pausedThisEpoch, let start = epochStart, lengths.count >= Self.epochsToLearn,
               let shortest = lengths.min(), let longest = lengths.max()
         else { return nil }
-        if marks.endIdle, pastEndSinceMeasured < Self.epochsPastEndBetweenMeasures,
-           gaps.count >= Self.epochsToLearn, let gap = gaps.min(), gap >= Self.leastGapPastEnd + Self.pastEndMargin
-        {
-            // Nothing urgent before the next start: one read for the rest of the epoch, end included.
-            guard let pause = pause(until: start + longest + Self.pastEndMargin, now: now) else { return nil }
-            pausedThisEpoch = true
-            pausedPastEnd = true
-            pausesPastEnd += 1
-            return pause
-        }
         guard let pause = plannedPause(until: start + shortest, spread: longest - shortest, now: now) else {
             return nil
         }
@@ -298,18 +239,12 @@ struct ReadPacer: Sendable {
     /// intervals differ; see ``margin(spread:)``), at most ``longestPause``; nil while a command's
     /// replies are due or when it would be shorter than ``shortestPause``.
     private mutating func plannedPause(until end: Duration, spread: Duration, now: Duration) -> Duration? {
-        pause(until: end - margin(spread: spread), now: now)
-    }
-
-    /// A pause from `now` to `wake`, at most ``longestPause``; nil while a command's replies are due or
-    /// when it would be shorter than ``shortestPause``.
-    private mutating func pause(until wake: Duration, now: Duration) -> Duration? {
         if let until = conversationUntil {
             if now < until { return nil }
             conversationUntil = nil
         }
         // In whole milliseconds, rounded down: the loop's wait counts milliseconds and rounds up.
-        let planned = min(wake - now, longestPause).components
+        let planned = min(end - margin(spread: spread) - now, longestPause).components
         let pause = Duration.milliseconds(planned.seconds * 1000 + planned.attoseconds / 1_000_000_000_000_000)
         guard pause >= Self.shortestPause else { return nil }
         justPaused = true

@@ -19,9 +19,6 @@ private struct PacedLine {
     /// Whether epochs' starts are not urgent (no early position): the decoder then marks each chunk
     /// that leaves no epoch in progress with `nextStartIdle`.
     var idleStarts = false
-    /// Whether epochs' ends are not urgent (their position went out early): the decoder then marks each
-    /// chunk with the epoch in progress past its position with `endIdle`.
-    var idleEnds = false
     /// When the loop can read next (after a pause).
     private var readyAt: Duration = .zero
     /// Every read: when it returned and how many messages it took.
@@ -67,7 +64,6 @@ private struct PacedLine {
             marks.settled = inProgress && !positionPending
             marks.endedEpoch = endedHere
             marks.nextStartIdle = idleStarts && !inProgress
-            marks.endIdle = idleEnds && inProgress && !positionPending
             reads.append((at, taken))
             readyAt = pacer.chunk(marks, at: at).map { at + $0 + lateness } ?? at
         }
@@ -118,71 +114,6 @@ struct ReadPacerTests {
         #expect(line.pacer.overslept == 0)
         // The end still read when it came: its epoch measured in full.
         #expect(line.pacer.lengths.last == .milliseconds(80))
-    }
-
-    @Test("position out early: from the fifth epoch on, it sleeps from the position to just past the longest end")
-    func pastTheEnd() {
-        var line = PacedLine()
-        line.idleEnds = true
-        line.run(PacedLine.epochs(4))
-        #expect(line.pacer.pauses == 0)
-        // From each read of an end to the next start's: 20 ms.
-        #expect(line.pacer.gaps == Array(repeating: .milliseconds(20), count: 3))
-        let before = line.reads.count
-        line.run(PacedLine.epochs(1, from: 4))
-        // The start at 400 ms, then a pause to 400 + 80 + 2 ms: the rest, end included, in one read.
-        #expect(line.reads[before...].map(\.at) == [400, 482].map { .milliseconds($0) })
-        #expect(line.reads[before + 1].messages == 14)
-        #expect(line.pacer.pausesPastEnd == 1 && line.pacer.pauses == 1 && line.pacer.overslept == 0)
-        // Nothing measured past the end: the lengths are the four learnt.
-        #expect(line.pacer.lengths == Array(repeating: .milliseconds(80), count: 4))
-        // Eight epochs past their end, then one paused before it, its end read as it came and measured.
-        line.run(PacedLine.epochs(7, from: 5))
-        #expect(line.pacer.pausesPastEnd == 8)
-        let measuring = line.reads.count
-        line.run(PacedLine.epochs(1, from: 12))
-        #expect(line.reads[measuring...].map(\.at) == [1200, 1279, 1280].map { .milliseconds($0) })
-        #expect(line.pacer.lengths.count == 5 && line.pacer.overslept == 0)
-        line.run(PacedLine.epochs(1, from: 13))
-        #expect(line.pacer.pausesPastEnd == 9)
-    }
-
-    @Test("past the end: an epoch longer than planned is read as it ends and measured; the next sleeps past it")
-    func pastTheEndLearnsLonger() {
-        var line = PacedLine()
-        line.idleEnds = true
-        line.run(PacedLine.epochs(5))
-        let before = line.reads.count
-        line.run(PacedLine.epoch(at: .milliseconds(500), length: .milliseconds(86)))
-        // Woken at 582 ms, before the end at 586: what is left comes as it comes, the end measured.
-        #expect(line.reads[before...].map(\.at) == [500, 582, 584, 586].map { .milliseconds($0) })
-        #expect(line.pacer.lengths.last == .milliseconds(86) && line.pacer.overslept == 0)
-        let next = line.reads.count
-        line.run(PacedLine.epoch(at: .milliseconds(600), length: .milliseconds(80)))
-        #expect(line.reads[next...].map(\.at) == [600, 688].map { .milliseconds($0) })
-    }
-
-    @Test("never past the end when the next start follows too closely, or after a wake-up ran into one")
-    func pastTheEndNeedsRoom() {
-        // Epochs of 95 ms every 100: 5 ms between an end and the next start.
-        var close = PacedLine()
-        close.idleEnds = true
-        close.run(PacedLine.epochs(8, length: .milliseconds(95)))
-        #expect(close.pacer.pauses > 0 && close.pacer.pausesPastEnd == 0)
-        #expect(close.pacer.overslept == 0)
-
-        var line = PacedLine()
-        line.idleEnds = true
-        line.run(PacedLine.epochs(5))
-        #expect(line.pacer.pausesPastEnd == 1)
-        // A wake-up 30 ms late: the epoch's rest (14 messages) and the next start come in one read, at 612.
-        line.run(PacedLine.epoch(at: .milliseconds(500)) + [(.milliseconds(600), .start(position: true))],
-                 lateness: .milliseconds(30))
-        #expect(line.reads.last.map { ($0.at, $0.messages) } ?? (.zero, 0) == (.milliseconds(612), 15))
-        #expect(line.pacer.gaps.contains(.zero))
-        let pastEnd = line.pacer.pausesPastEnd
-        line.run(Array(PacedLine.epoch(at: .milliseconds(600)).dropFirst()) + PacedLine.epochs(2, from: 7))
-        #expect(line.pacer.pausesPastEnd == pastEnd)
     }
 
     @Test("an epoch that ends sooner than planned counts as overslept and the pacer learns again")
@@ -374,7 +305,7 @@ struct EpochProgressTests {
             let chunks = try Self.chunks(capture, provisionalFixes: provisional)
             var epochs = 0
             var (starts, ends) = (0, 0)
-            var (settledChunks, urgentChunks, idleEndChunks) = (0, 0, 0)
+            var (settledChunks, urgentChunks) = (0, 0)
             var inProgress = false
             var positionOut = false
             var lastHadPosition = false
@@ -408,9 +339,6 @@ struct EpochProgressTests {
                 // had one and this one has not sent it yet.
                 let urgent = inProgress && provisional && !positionOut && lastHadPosition
                 #expect(chunk.marks.settled == (inProgress && !urgent), "\(capture), provisional: \(provisional)")
-                // The end waits for nobody once the position went out early.
-                #expect(chunk.marks.endIdle == (inProgress && positionOut))
-                if chunk.marks.endIdle { idleEndChunks += 1 }
                 if chunk.marks.settled { settledChunks += 1 }
                 if urgent { urgentChunks += 1 }
             }
@@ -419,8 +347,7 @@ struct EpochProgressTests {
             #expect(ends >= epochs - 1)
             #expect(starts >= ends - 1)
             #expect(settledChunks > epochs, "most of each epoch's messages may wait")
-            if !provisional { #expect(urgentChunks == 0 && idleEndChunks == 0) }
-            if provisional { #expect(idleEndChunks > epochs, "most of each epoch's messages come after its position") }
+            if !provisional { #expect(urgentChunks == 0) }
         }
     }
 }
