@@ -83,7 +83,7 @@ struct EpochAssemblerTests {
         #expect(sky.dops.position == 1.71 && sky.dops.geometric != nil)
     }
 
-    @Test("DOPs are complete with all seven known; the geometry fills only what a receiver left out")
+    @Test("DOPs are complete with all seven known; filling missing ones leaves the known ones as they are")
     func dopCompleteness() {
         var dops = DilutionOfPrecision(x: 1, y: 2, vertical: 3, time: 4, horizontal: 5, geometric: 6)
         #expect(!dops.isComplete && !dops.isEmpty)
