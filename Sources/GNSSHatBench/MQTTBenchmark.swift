@@ -77,7 +77,6 @@ enum MQTTBenchmark {
             results.append((result.ours, result.peer))
             floors.append(result.floor)
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         func figure(_ key: KeyPath<Measurement, Double>) -> (Double, Double) {
             (median(results.map { $0.ours[keyPath: key] }), median(results.map { $0.peer[keyPath: key] }))
         }

@@ -1,5 +1,11 @@
 import Foundation
 
+/// The median of `values` (the upper middle one of an even count; not empty): what each benchmark
+/// reports of its runs.
+func median(_ values: [Double]) -> Double {
+    values.sorted()[values.count / 2]
+}
+
 /// Measurement helpers shared by the benchmarks.
 enum Bench {
     /// Median of `runs` measurements (the machine is shared and noisy: medians, not means).

@@ -139,7 +139,6 @@ enum ServiceBenchmark {
                     memory.append((run.ours.rss, run.gpsd.rss, run.ours.peakRSS, run.gpsd.peakRSS))
                 }
             }
-            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
             func figure(_ key: KeyPath<Measurement, Double>) -> (Double, Double) {
                 (median(results.map { $0.ours[keyPath: key] }), median(results.map { $0.gpsd[keyPath: key] }))
             }
@@ -182,7 +181,6 @@ enum ServiceBenchmark {
                 + "target=\(stream == .nmea && configuration.watchers == 1 ? "<=1" : "-")")
         }
         guard !memory.isEmpty else { return }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         Bench.report("service resident memory while streaming", ours: median(memory.map(\.ours)), peer: "gpsd",
                      peerValue: median(memory.map(\.gpsd)), unit: "MB", target: "<=1")
         Bench.report("service peak resident memory", ours: median(memory.map(\.oursPeak)), peer: "gpsd",
@@ -221,7 +219,6 @@ enum ServiceBenchmark {
                                            profile: nil, cpuFloorEnd: endAfter).run()
             results.append((run.ours, run.gpsd))
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let floorCPU = median(results.map(\.floor.cpuSeconds))
         let gpsdCPU = median(results.map(\.gpsd.cpuSeconds))
         let ratios = results.map { String(format: "%.2f", $0.floor.cpuSeconds / $0.gpsd.cpuSeconds) }
