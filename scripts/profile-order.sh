@@ -11,7 +11,11 @@
 #   2. a UART board on the pseudo-terminal of `gnss-hat simulate`, as the service benchmark runs it
 #      (configuration off, --early-position), and again with the receiver configured.
 # Partial functions of an async function that ran are listed with it: which of them run depends on
-# timing. Symbols are sorted, so that a new profile shows as a small diff.
+# timing. The list has two blocks, each sorted, so that a new profile shows as a small diff: first
+# the functions that run while an epoch streams to a watcher (what the UART runs execute between
+# two callgrind dumps, after the start-up and before the shut-down), then everything else that ran.
+# The streaming block is what the service runs every epoch, each time on caches gone cold in the
+# sleep between reads: kept together it spans tens of pages instead of the whole ordered block.
 # usage: scripts/profile-order.sh        (x86_64; a few minutes; valgrind comes from scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +78,27 @@ watch() {  # watch LINES [gpspipe options...]
     timeout 120 gpspipe "$@" -n "$lines" "127.0.0.1:$port" >/dev/null || die "gpspipe $* got fewer than $lines lines"
 }
 
+# One watcher for 90 lines; callgrind dumps its profile (and starts afresh) after the 20th line, once
+# the receiver streams, and again after the 80th, before the watcher leaves: the second dump,
+# NAME.callgrind.2, is the steady state of an epoch streaming to a watcher.
+stream_window() {
+    local name=$1 lines=$work/$1.lines
+    timeout 180 gpspipe -w -n 90 "127.0.0.1:$port" >"$lines" &
+    local pipe=$!
+    for mark in 20 80; do
+        for _ in $(seq 1200); do
+            [ "$(wc -l <"$lines")" -ge $mark ] && break
+            kill -0 "$pipe" 2>/dev/null || die "gpspipe ($name) ended after $(wc -l <"$lines") lines"
+            sleep 0.1
+        done
+        [ "$(wc -l <"$lines")" -ge $mark ] || die "gpspipe ($name) got fewer than $mark lines in 120 s"
+        callgrind_control --dump="after $mark lines" "$serve_pid" >/dev/null 2>&1 ||
+            die "callgrind_control could not dump the profile of serve ($name)"
+    done
+    wait "$pipe" || die "gpspipe ($name) got fewer than 90 lines"
+    [ -s "$work/$name.callgrind.2" ] || die "no steady-state profile $work/$name.callgrind.2"
+}
+
 say "1/3 the simulator board"
 start_serve simulator
 watch 40 -w
@@ -103,7 +128,7 @@ for configured in false true; do
     [ -s "$work/pty" ] || die "gnss-hat simulate printed no pseudo-terminal"
     board "$(head -n 1 "$work/pty")" $configured
     start_serve "uart-$configured" --board "$work/uart.json" --early-position
-    watch 60 -w
+    stream_window "uart-$configured"
     stop_serve
     kill "$sim_pid"
     wait "$sim_pid" 2>/dev/null || true
@@ -113,10 +138,14 @@ done
 say "listing the functions that ran"
 out=scripts/static/gnss-hat.order
 nm --defined-only "$bin" | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u >"$work/text-symbols"
-cat "$work"/*.callgrind | sed -n 's/^c\{0,1\}fn=([0-9]*) //p' | sort -u >"$work/ran"
+cat "$work"/*.callgrind* | sed -n 's/^c\{0,1\}fn=([0-9]*) //p' | sort -u >"$work/ran"
 # The partial functions of an async function (...TQ0_, ...TY1_) that ran bring their siblings.
 sed -n 's/^\(.*\)T[QY][0-9]*_$/\1/p' "$work/ran" | sort -u >"$work/async-bases"
 grep -E 'T[QY][0-9]+_$' "$work/text-symbols" | awk 'NR == FNR { base[$0] = 1; next }
     { b = $0; sub(/T[QY][0-9]+_$/, "", b); if (b in base) print }' "$work/async-bases" - >"$work/siblings"
-sort -u "$work/ran" "$work/siblings" | comm -12 - "$work/text-symbols" >"$out"
-say "$(wc -l <"$out") functions -> $out (of $(wc -l <"$work/text-symbols") in the binary)"
+sort -u "$work/ran" "$work/siblings" | comm -12 - "$work/text-symbols" >"$work/all"
+cat "$work"/uart-*.callgrind.2 | sed -n 's/^c\{0,1\}fn=([0-9]*) //p' | sort -u |
+    comm -12 - "$work/all" >"$work/streaming"
+comm -23 "$work/all" "$work/streaming" | cat "$work/streaming" - >"$out"
+say "$(wc -l <"$out") functions -> $out (of $(wc -l <"$work/text-symbols") in the binary;" \
+    "the first $(wc -l <"$work/streaming") run while streaming)"
