@@ -287,16 +287,17 @@ package struct JSONWriter {
     /// A string value, quoted, with `"`, `\` and control characters escaped.
     private mutating func quoted(_ value: String) {
         byte(UInt8(ascii: "\""))
-        let hex = Array("0123456789abcdef".utf8)
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""), UInt8(ascii: "\\"):
                 self.byte(UInt8(ascii: "\\"))
                 self.byte(byte)
             case 0..<0x20:
+                // Digits worked out, not looked up: a table here was an array allocated per string.
+                let low = byte & 0xF
                 raw("\\u00")
-                self.byte(hex[Int(byte >> 4)])
-                self.byte(hex[Int(byte & 0xF)])
+                self.byte(UInt8(ascii: "0") + (byte >> 4))
+                self.byte(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10)
             default:
                 self.byte(byte)
             }

@@ -1,4 +1,5 @@
 @testable import GPSD
+import GNSSProtocol
 import Testing
 
 private func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
@@ -261,6 +262,12 @@ struct ResponseTests {
     @Test("strings are escaped")
     func escaping() {
         #expect(text(GPSDResponse.error("a\"b\\c\nd\u{1}")) == "{\"class\":\"ERROR\",\"message\":\"a\\\"b\\\\c\\nd\\u0001\"}\r\n")
+    }
+
+    @Test("a report's strings escape quotes, backslashes and control characters as \\u00XX")
+    func reportStringEscaping() {
+        let line = GPSDReport.tpv(Fix(), device: "/dev/a\"b\\c\u{1}\u{1f}\n")
+        #expect(line.contains(#""device":"/dev/a\"b\\c\u0001\u001f\u000a""#))
     }
 }
 
