@@ -102,23 +102,27 @@ package enum DescriptorIO {
         case .hungUp(let failure): return .hungUp(failure)
         case .failed(let failure): return .failed(failure)
         }
-        // Read on the stack, then copy what came (in place while `buffer` is unique): no zero fill.
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxCount) { scratch -> ReadOutcome in
-            let count = retryingInterrupts("read", device) {
-                system_read(fd, UnsafeMutableRawPointer(scratch.baseAddress), scratch.count, device)
-            }
-            switch count {
-            case .failure(let failure) where failure.errno == .wouldBlock:
-                return .timedOut
-            case .failure(let failure):
-                return .failed(failure)
-            case .success(0):
-                return .hungUp(FailedCall(call: "read", device: device, errno: nil))
-            case .success(let n):
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<n]))
-                return .bytes([])
+        // Read straight into `buffer`'s spare room (its storage reused while nothing else holds it): no
+        // temporary (above 1 KiB that was a heap allocation per read), no copy, no zero fill.
+        var outcome = ReadOutcome.bytes([])
+        buffer.append(addingCapacity: maxCount) { span in
+            span.withUnsafeMutableBufferPointer { space, initialized in
+                let count = retryingInterrupts("read", device) {
+                    system_read(fd, UnsafeMutableRawPointer(space.baseAddress), space.count, device)
+                }
+                switch count {
+                case .failure(let failure) where failure.errno == .wouldBlock:
+                    outcome = .timedOut
+                case .failure(let failure):
+                    outcome = .failed(failure)
+                case .success(0):
+                    outcome = .hungUp(FailedCall(call: "read", device: device, errno: nil))
+                case .success(let n):
+                    initialized = n
+                }
             }
         }
+        return outcome
     }
 
     /// Writes all bytes with `write`, waiting with `poll` (up to `timeout` each time) while the
