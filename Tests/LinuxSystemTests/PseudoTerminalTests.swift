@@ -74,4 +74,18 @@ struct PseudoTerminalSeamTests {
         #expect(throws: PseudoTerminalError.closed(device: pty.name)) { try pty.read(timeout: .zero) }
         #expect(throws: PseudoTerminalError.closed(device: pty.name)) { try pty.write([1]) }
     }
+
+    @Test("a read returns what came in an array of about its size, not of the room it read into")
+    func readKeepsOnlyWhatCame() throws {
+        let pty = try PseudoTerminal()
+        let device = open(pty.devicePath, O_RDWR | O_NOCTTY)
+        #expect(device >= 0)
+        defer { close(device) }
+        var bytes: [UInt8] = [1, 2, 3]
+        #expect(Glibc.write(device, &bytes, 3) == 3)
+        let read = try pty.read(maxCount: 65536, timeout: .seconds(5))
+        #expect(read == [1, 2, 3])
+        // The read itself had room for 65536: a caller that keeps many small reads keeps small arrays.
+        #expect(read.capacity < 1024)
+    }
 }
