@@ -85,7 +85,7 @@ package enum DescriptorIO {
         var bytes: [UInt8] = []
         let outcome = read(fd, device: device, into: &bytes, maxCount: maxCount, timeout: timeout, wake: wake)
         // `bytes` has room for `maxCount` (64 KiB for a socket); what is returned keeps only what came.
-        if case .bytes = outcome { return .bytes(Array(bytes[...])) }
+        if case .bytes = outcome { return .bytes(bytes.withUnsafeBufferPointer { Array($0) }) }
         return outcome
     }
 
