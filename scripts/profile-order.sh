@@ -85,6 +85,7 @@ stream_window() {
     local name=$1 lines=$work/$1.lines
     timeout 180 gpspipe -w -n 90 "127.0.0.1:$port" >"$lines" &
     local pipe=$!
+    pids+=("$pipe")
     for mark in 20 80; do
         for _ in $(seq 1200); do
             [ "$(wc -l <"$lines")" -ge $mark ] && break
