@@ -131,8 +131,7 @@ enum EnergyBenchmark {
     }
 
     static func median(_ durations: [Duration]) -> Double? {
-        let sorted = durations.map(seconds).sorted()
-        return sorted.isEmpty ? nil : sorted[sorted.count / 2]
+        durations.isEmpty ? nil : GNSSHatBench.median(durations.map(seconds))
     }
 
     /// "143 hot, 1 cold": the starts by kind.

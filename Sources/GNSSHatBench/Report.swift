@@ -12,8 +12,7 @@ enum Bench {
     static func median(runs: Int = 5, _ measure: () async throws -> Double) async rethrows -> Double {
         var samples: [Double] = []
         for _ in 0..<runs { samples.append(try await measure()) }
-        samples.sort()
-        return samples[samples.count / 2]
+        return GNSSHatBench.median(samples)
     }
 
     /// Seconds taken by `body`.
