@@ -182,6 +182,9 @@ public enum ASCII {
     }
 
     /// Writes `value` with exactly `decimals` fraction digits and returns the count (at most 64 bytes).
+    /// The value times 10^decimals, rounded half to even, is written two digits at a time from its
+    /// end: no division by a variable, no digit count by repeated division (a SKY report writes a
+    /// hundred of these an epoch).
     @inlinable
     public static func writeFixed(_ value: Double, decimals: Int, to out: UnsafeMutablePointer<UInt8>) -> Int {
         guard value.isFinite else {
@@ -199,33 +202,81 @@ public enum ASCII {
             return count
         }
         var integer = UInt64(scaled)
-        // Count the digits of the whole part, then write everything backwards in place.
-        let divisor = UInt64(powerOfTen(decimals))
-        var whole = integer / divisor
-        var wholeDigits = 1
-        while whole >= 10 {
-            whole /= 10
-            wholeDigits += 1
-        }
+        // At least one digit before the point: 0.05 is the integer 5 written in four places.
+        let digits = max(decimalDigits(integer), decimals &+ 1)
         let sign = value.sign == .minus ? 1 : 0
-        let count = sign + wholeDigits + (decimals > 0 ? decimals + 1 : 0)
+        let count = sign &+ digits &+ (decimals > 0 ? 1 : 0)
         var index = count
-        for _ in 0..<decimals {
-            index -= 1
+        var fraction = decimals
+        while fraction >= 2 {
+            index &-= 2
+            writePair(UInt8(truncatingIfNeeded: integer % 100), to: out + index)
+            integer /= 100
+            fraction &-= 2
+        }
+        if fraction == 1 {
+            index &-= 1
             out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: integer % 10)
             integer /= 10
         }
         if decimals > 0 {
-            index -= 1
+            index &-= 1
             out[index] = UInt8(ascii: ".")
         }
-        while index > sign {
-            index -= 1
-            out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: integer % 10)
-            integer /= 10
+        while index &- sign >= 2 {
+            index &-= 2
+            writePair(UInt8(truncatingIfNeeded: integer % 100), to: out + index)
+            integer /= 100
+        }
+        if index > sign {
+            index &-= 1
+            out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: integer)
         }
         if sign == 1 { out[0] = UInt8(ascii: "-") }
         return count
+    }
+
+    /// Writes the two decimal digits of `value` (0...99).
+    @inlinable @inline(__always)
+    static func writePair(_ value: UInt8, to out: UnsafeMutablePointer<UInt8>) {
+        let tens = value / 10
+        out[0] = UInt8(ascii: "0") &+ tens
+        out[1] = UInt8(ascii: "0") &+ (value &- tens &* 10)
+    }
+
+    /// The count of decimal digits of `value` (1 for 0), from its bit length: no division.
+    @inlinable
+    static func decimalDigits(_ value: UInt64) -> Int {
+        // log10(2) ~ 1233 / 4096: a guess that is the count or one short.
+        let guess = ((64 &- value.leadingZeroBitCount) &* 1233) >> 12
+        return value >= powerOfTenInteger(guess) ? guess &+ 1 : max(guess, 1)
+    }
+
+    /// 10^n for n in 0...19 as an integer (the largest for n above 19).
+    @inlinable
+    static func powerOfTenInteger(_ n: Int) -> UInt64 {
+        switch n {
+        case 0: 1
+        case 1: 10
+        case 2: 100
+        case 3: 1_000
+        case 4: 10_000
+        case 5: 100_000
+        case 6: 1_000_000
+        case 7: 10_000_000
+        case 8: 100_000_000
+        case 9: 1_000_000_000
+        case 10: 10_000_000_000
+        case 11: 100_000_000_000
+        case 12: 1_000_000_000_000
+        case 13: 10_000_000_000_000
+        case 14: 100_000_000_000_000
+        case 15: 1_000_000_000_000_000
+        case 16: 10_000_000_000_000_000
+        case 17: 100_000_000_000_000_000
+        case 18: 1_000_000_000_000_000_000
+        default: 10_000_000_000_000_000_000
+        }
     }
 
     /// Writes a decimal integer (at most 20 bytes) and returns the count.

@@ -36,4 +36,44 @@ struct NumericsTests {
             #expect(ASCII.fixed(value, decimals: decimals) == String(format: "%.\(decimals)f", value), "\(value)")
         }
     }
+
+    @Test("the two-digits-at-a-time writer writes what the digit-by-digit one did, every width and carry")
+    func fixedMatchesDigitByDigit() {
+        var random = SeededGenerator(seed: 2026)
+        var values: [Double] = [0, -0.0, 0.5, 1, 9.5, 9.996, 99.995, 0.0049, -0.0051, 1e15, 8.9e17, 123_456.789]
+        for power in -6...17 {
+            let ten = pow(10.0, Double(power))
+            values += [ten, ten.nextDown, ten.nextUp, -ten, ten * 9.999_999]
+        }
+        for _ in 0..<5_000 {
+            let magnitude = pow(10.0, Double.random(in: -8...12, using: &random))
+            values.append(Double.random(in: -magnitude...magnitude, using: &random))
+        }
+        for value in values {
+            for decimals in 0...15 {
+                #expect(ASCII.fixed(value, decimals: decimals) == Self.digitByDigit(value, decimals: decimals),
+                        "\(value) with \(decimals) decimals")
+            }
+        }
+    }
+
+    /// The writer as it was before digit pairs: the same rounding, one division by ten per digit.
+    static func digitByDigit(_ value: Double, decimals: Int) -> String {
+        guard value.isFinite else { return "0" }
+        let scaled = (abs(value) * pow(10.0, Double(decimals))).rounded(.toNearestOrEven)
+        guard scaled < 9.0e18 else { return "\(value)" }
+        var integer = UInt64(scaled)
+        var digits: [UInt8] = []
+        for _ in 0..<decimals {
+            digits.append(UInt8(ascii: "0") + UInt8(integer % 10))
+            integer /= 10
+        }
+        if decimals > 0 { digits.append(UInt8(ascii: ".")) }
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(integer % 10))
+            integer /= 10
+        } while integer > 0
+        if value.sign == .minus { digits.append(UInt8(ascii: "-")) }
+        return String(decoding: digits.reversed(), as: UTF8.self)
+    }
 }
