@@ -143,22 +143,26 @@ package struct JSONWriter {
         self.capacity = capacity
     }
 
-    /// Reserves room at the end of `bytes`, lets `body` write, and keeps what it wrote.
+    /// Reserves room at the end of `bytes`, lets `body` write, and keeps what it wrote: written straight
+    /// into the array's spare capacity (no zero fill of the room first, nothing to remove after).
     package static func append(to bytes: inout [UInt8], capacity: Int, _ body: (inout JSONWriter) -> Void) {
-        var capacity = capacity
-        let start = bytes.count
+        var capacity = max(capacity, 64)
         while true {
-            bytes.append(contentsOf: repeatElement(0, count: capacity))
-            let (written, overflowed) = bytes.withUnsafeMutableBufferPointer { buffer -> (Int, Bool) in
-                var writer = JSONWriter(out: buffer.baseAddress! + start, capacity: capacity)
-                body(&writer)
-                return (writer.count, writer.overflowed)
+            var overflowed = false
+            bytes.append(addingCapacity: capacity) { span in
+                span.withUnsafeMutableBufferPointer { space, initialized in
+                    guard let base = space.baseAddress else {
+                        overflowed = true
+                        return
+                    }
+                    var writer = JSONWriter(out: base, capacity: space.count)
+                    body(&writer)
+                    overflowed = writer.overflowed
+                    // Bytes written before an overflow are left uninitialized: none are kept then.
+                    initialized = overflowed ? 0 : writer.count
+                }
             }
-            if !overflowed {
-                bytes.removeLast(capacity - written)
-                return
-            }
-            bytes.removeLast(capacity)
+            if !overflowed { return }
             capacity *= 2
         }
     }
@@ -211,18 +215,20 @@ package struct JSONWriter {
     /// Writes `,"name":` (without the comma for the first key).
     package mutating func key(_ name: StaticString) {
         let length = name.utf8CodeUnitCount
-        guard room(length + 4) else { return }
+        guard room(length &+ 4) else { return }
+        var at = out + count
         if !first {
-            out[count] = UInt8(ascii: ",")
-            count += 1
+            at.pointee = UInt8(ascii: ",")
+            at += 1
         }
         first = false
-        out[count] = UInt8(ascii: "\"")
+        at.pointee = UInt8(ascii: "\"")
+        // A byte loop: keys are a few bytes long, shorter than a memmove call is worth.
         let source = name.utf8Start
-        for index in 0..<length { out[count + 1 + index] = source[index] }
-        out[count + 1 + length] = UInt8(ascii: "\"")
-        out[count + 2 + length] = UInt8(ascii: ":")
-        count += length + 3
+        for index in 0..<length { at[1 &+ index] = source[index] }
+        at[1 &+ length] = UInt8(ascii: "\"")
+        at[2 &+ length] = UInt8(ascii: ":")
+        count = at - out + length &+ 3
     }
 
     package mutating func int(_ name: StaticString, _ value: Int) {

@@ -269,6 +269,26 @@ struct ResponseTests {
         let line = GPSDReport.tpv(Fix(), device: "/dev/a\"b\\c\u{1}\u{1f}\n")
         #expect(line.contains(#""device":"/dev/a\"b\\c\u0001\u001f\u000a""#))
     }
+
+    @Test("an object that outgrows the room reserved for it is written again with more, after what was there")
+    func writerOutgrowsItsRoom() {
+        func write(_ bytes: inout [UInt8], capacity: Int) {
+            JSONWriter.append(to: &bytes, capacity: capacity) { j in
+                j.begin(className: "TPV")
+                j.string("device", "/dev/ttyAMA0")
+                j.number("lat", 44.068897833, 9)
+                j.int("mode", 3)
+                j.end(lineEnding: true)
+            }
+        }
+        var roomy = Array("before ".utf8)
+        write(&roomy, capacity: 4096)
+        var tight = Array("before ".utf8)
+        write(&tight, capacity: 3)
+        #expect(String(decoding: roomy, as: UTF8.self)
+            == #"before {"class":"TPV","device":"/dev/ttyAMA0","lat":44.068897833,"mode":3}"# + "\r\n")
+        #expect(tight == roomy)
+    }
 }
 
 @Suite("Output queue")
