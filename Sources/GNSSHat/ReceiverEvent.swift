@@ -6,6 +6,9 @@ public import PiHardware
 
 /// One event of the receiver's hardware session, in the order `GNSSDecoder` yields them: a message, then
 /// what it brought about (the start of an epoch's output, the fix and sky view of an epoch it ended).
+/// The fix cases are indirect, as in `GNSSDecoder.Output`: a fix is over 500 bytes, and inline it would
+/// make every event that wide, messages included, and every copy of one on its way to the subscribers
+/// (through each signal's delivery) as long.
 public enum ReceiverEvent: Sendable {
     /// A decoded message (NMEA, UBX or RTCM 3), in arrival order.
     case message(Message)
@@ -15,9 +18,9 @@ public enum ReceiverEvent: Sendable {
     case epochStarted
     /// The fix of the epoch in progress the first time it has a position, before the epoch ends; `fix`
     /// follows with the complete one. Only with `ReceiverOptions(provisionalFixes: true)`.
-    case provisionalFix(Fix)
+    indirect case provisionalFix(Fix)
     /// The fix of a navigation epoch (gpsd TPV meaning; `mode` may be "no fix").
-    case fix(Fix)
+    indirect case fix(Fix)
     /// The sky view of a navigation epoch (gpsd SKY meaning).
     case sky(SkyView)
     /// A navigation epoch ended: its `fix` and `sky` (either may be absent) were just delivered. A
@@ -31,7 +34,7 @@ public enum ReceiverEvent: Sendable {
     /// met the accuracy asked for: `best` is the most accurate fix it saw (nil: none at all). The
     /// receiver powers off; ``Receiver/fixes(every:maximumAge:accuracy:)`` hands `best` on, or fails
     /// with ``ReceiverError/noFix(after:accuracy:)``.
-    case fixWindowClosed(best: Fix?, after: Duration)
+    indirect case fixWindowClosed(best: Fix?, after: Duration)
 }
 
 extension ReceiverEvent {
