@@ -2,8 +2,9 @@
 // (gpsd's `fill_dop`).
 
 /// The geometry DOPs of a set of satellites, worked out the first time a report needs them: a receiver
-/// that sends all its DOPs (u-blox NAV-DOP) never needs them, and a provisional fix made before the
-/// epoch's DOPs and satellites arrived does not either.
+/// that sends all its DOPs (u-blox NAV-DOP) never needs them, and a provisional fix made before any of
+/// the epoch's DOPs arrived does not either. One made after some (NAV-PVT's pDOP, say) fills the rest
+/// from the last sky's satellites, once an epoch.
 struct GeometryOnDemand {
     private let satellites: [SatelliteInView]
     private var known: DilutionOfPrecision?
