@@ -283,12 +283,7 @@ public enum ASCII {
     @inlinable
     public static func writeInt(_ value: Int, to out: UnsafeMutablePointer<UInt8>) -> Int {
         var magnitude = value.magnitude
-        var digits = 1
-        var probe = magnitude
-        while probe >= 10 {
-            probe /= 10
-            digits += 1
-        }
+        let digits = decimalDigits(UInt64(magnitude))
         var count = 0
         if value < 0 {
             out[0] = UInt8(ascii: "-")

@@ -57,6 +57,25 @@ struct NumericsTests {
         }
     }
 
+    @Test("integers are written as Swift prints them, every digit count and both signs")
+    func integers() {
+        var values = [0, 9, 10, 99, 100, -1, -10, Int.max, Int.min]
+        var ten = 1
+        for _ in 1...18 {
+            ten *= 10
+            values += [ten - 1, ten, -ten, -(ten - 1)]
+        }
+        var random = SeededGenerator(seed: 7)
+        for _ in 0..<2_000 { values.append(Int.random(in: Int.min...Int.max, using: &random)) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            for value in values {
+                let count = ASCII.writeInt(value, to: buffer.baseAddress!)
+                #expect(String(decoding: UnsafeBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
+                        == String(value))
+            }
+        }
+    }
+
     /// The writer as it was before digit pairs: the same rounding, one division by ten per digit.
     static func digitByDigit(_ value: Double, decimals: Int) -> String {
         guard value.isFinite else { return "0" }
