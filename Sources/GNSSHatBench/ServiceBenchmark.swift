@@ -201,37 +201,55 @@ enum ServiceBenchmark {
             + (woke.isEmpty ? "none" : woke.joined(separator: ", ")))
     }
 
-    /// Runs the UBX CPU floor (ServiceCPUFloor) in ours's place against gpsd, `runs` times, and prints its CPU
-    /// time, switches and latency beside gpsd's: how far under gpsd's CPU time any service that sends an
-    /// early TPV and the epoch's end can go on this machine.
+    /// Runs the UBX CPU floor (ServiceCPUFloor) in ours's place against gpsd, `runs` times in each of its two
+    /// placements, and prints its CPU time, switches and latency beside gpsd's: how far under gpsd's CPU time
+    /// any service that sends an early TPV and the epoch's end can go on this machine. The late floor wakes
+    /// 2 ms past the latest any epoch's last frame is due, so it takes the rest of every epoch in one read
+    /// (its end's reports wait up to those 2 ms and the last frame's spread); the punctual floor wakes half
+    /// a millisecond before the earliest any epoch's last frame is due and then reads as the frames come,
+    /// so its end's reports go out as the last frame arrives, as ours's and gpsd's do.
     static func measureCPUFloor(stream: ServiceStream, gnssHat: URL, gpsd: URL) async throws {
-        // The floor sleeps from NAV-PVT to 2 ms past the latest any epoch's last frame is due.
         var random = BenchRandom(state: ServiceRun.streamSeed)
         var latest = 0.0
+        var earliest = Double.infinity
         for epoch in 0..<(warmUp + measured) {
             let messages = stream.messages(epoch: epoch, random: &random)
-            latest = max(latest, Double(messages.dropLast().reduce(0) { $0 + $1.count }) / bytesPerSecond)
+            // The last frame is written at once when its first byte is due.
+            let due = Double(messages.dropLast().reduce(0) { $0 + $1.count }) / bytesPerSecond
+            latest = max(latest, due)
+            earliest = min(earliest, due)
         }
-        let endAfter = Duration.milliseconds(Int((latest * 1000).rounded(.up)) + 2)
-        var results: [(floor: Measurement, gpsd: Measurement)] = []
-        for _ in 0..<runs {
-            let run = try await ServiceRun(stream: stream, watchers: 1, gnssHat: gnssHat, gpsd: gpsd, epochs: measured,
-                                           profile: nil, cpuFloorEnd: endAfter).run()
-            results.append((run.ours, run.gpsd))
+        let placements: [(name: String, wakes: String, endAfter: Duration)] = [
+            ("late", "two wake-ups, two reads and two sends an epoch, its end's reports up to 2 ms late",
+             .microseconds(Int((latest * 1e6).rounded(.up)) + 2000)),
+            ("punctual", "three wake-ups, three reads and two sends an epoch, its end's reports as the last "
+                + "frame comes", .microseconds(max(0, Int((earliest * 1e6).rounded(.down)) - 500))),
+        ]
+        for placement in placements {
+            var results: [(floor: Measurement, gpsd: Measurement)] = []
+            for _ in 0..<runs {
+                let run = try await ServiceRun(stream: stream, watchers: 1, gnssHat: gnssHat, gpsd: gpsd,
+                                               epochs: measured, profile: nil, cpuFloorEnd: placement.endAfter).run()
+                results.append((run.ours, run.gpsd))
+            }
+            let floorCPU = median(results.map(\.floor.cpuSeconds))
+            let gpsdCPU = median(results.map(\.gpsd.cpuSeconds))
+            let ratios = results.map { String(format: "%.2f", $0.floor.cpuSeconds / $0.gpsd.cpuSeconds) }
+            let name = placement.name == "late" ? "CPU floor" : "CPU floor, \(placement.name)"
+            print("service \(stream.rawValue): the \(name), a service that does the least an early TPV and the "
+                + "epoch's end need (GNSSHatBench \(ServiceCPUFloor.flag), its sleep ending "
+                + String(format: "%.1f ms ", placement.endAfter / .milliseconds(1))
+                + "after NAV-PVT: \(placement.wakes); no decoding, fixed lines; \(results.count) runs of \(measured) "
+                + "epochs, its NAV-PVT covered in "
+                + results.map { "\($0.floor.epochs)/\(measured)" }.joined(separator: ", ") + "):")
+            print(String(format: "service \(stream.rawValue) \(name): floor=%.3f s gpsd=%.3f s ratio=%.2f (per run %@); "
+                + "switches per epoch floor=%.2f gpsd=%.2f; NAV-PVT last-byte->TPV p50 floor=%.3f ms gpsd=%.3f ms, "
+                + "p99 floor=%.3f ms gpsd=%.3f ms", floorCPU, gpsdCPU, floorCPU / gpsdCPU,
+                ratios.joined(separator: " / "),
+                median(results.map(\.floor.switchesPerEpoch)), median(results.map(\.gpsd.switchesPerEpoch)),
+                median(results.map(\.floor.lastByteP50)), median(results.map(\.gpsd.lastByteP50)),
+                median(results.map(\.floor.lastByteP99)), median(results.map(\.gpsd.lastByteP99))))
         }
-        let floorCPU = median(results.map(\.floor.cpuSeconds))
-        let gpsdCPU = median(results.map(\.gpsd.cpuSeconds))
-        let ratios = results.map { String(format: "%.2f", $0.floor.cpuSeconds / $0.gpsd.cpuSeconds) }
-        print("service \(stream.rawValue): the CPU floor, a service that does the least an early TPV and the "
-            + "epoch's end need (GNSSHatBench \(ServiceCPUFloor.flag): two wake-ups, two reads and two sends an "
-            + "epoch, no decoding, fixed lines; \(results.count) runs of \(measured) epochs, its NAV-PVT covered in "
-            + results.map { "\($0.floor.epochs)/\(measured)" }.joined(separator: ", ") + "):")
-        print(String(format: "service \(stream.rawValue) CPU floor: floor=%.3f s gpsd=%.3f s ratio=%.2f (per run %@); "
-            + "switches per epoch floor=%.2f gpsd=%.2f; NAV-PVT last-byte->TPV p50 floor=%.3f ms gpsd=%.3f ms, "
-            + "p99 floor=%.3f ms gpsd=%.3f ms", floorCPU, gpsdCPU, floorCPU / gpsdCPU, ratios.joined(separator: " / "),
-            median(results.map(\.floor.switchesPerEpoch)), median(results.map(\.gpsd.switchesPerEpoch)),
-            median(results.map(\.floor.lastByteP50)), median(results.map(\.gpsd.lastByteP50)),
-            median(results.map(\.floor.lastByteP99)), median(results.map(\.gpsd.lastByteP99))))
     }
 
     /// One service's figures in one run.
@@ -325,9 +343,9 @@ struct ServiceRun {
         let oursProcess: Process
         if let cpuFloorEnd {
             let bench = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            let milliseconds = Int((cpuFloorEnd / .milliseconds(1)).rounded(.up))
+            let microseconds = Int((cpuFloorEnd / .microseconds(1)).rounded(.up))
             oursProcess = try launch(bench, [
-                ServiceCPUFloor.flag, terminals[1].devicePath, "\(ports[1])", "\(milliseconds)",
+                ServiceCPUFloor.flag, terminals[1].devicePath, "\(ports[1])", "\(microseconds)",
             ])
         } else {
             oursProcess = try launch(gnssHat, [

@@ -1,13 +1,16 @@
 // The floor of the service benchmark's UBX CPU time: a service that does the least an early TPV and an
 // epoch's end need. It runs as a process of its own (this program, `GNSSHatBench --ubx-cpu-floor`) in
 // ours's place, on the same stream, at nice -10 and with one watching client, so that the bench measures
-// its CPU time and switches exactly as it measures both services'. Per epoch it wakes twice and no more:
-// blocked in read(2) on its pseudo-terminal until NAV-PVT comes, it sends a TPV at once (a fixed line
-// with the epoch's time written in, as long as ours's); then it sleeps in clock_nanosleep(2) until 2 ms
-// after the epoch's last frame is due (the bench tells it when: it knows the stream), takes the rest of
-// the epoch in one read and sends one TPV and a SKY with a row per satellite of NAV-SAT (fixed text, the
-// length of ours's). No decoding beyond finding the two frames, no JSON writer, no checksums, one thread.
-// What any service pays per epoch to do the same through this kernel (two wake-ups, two reads, two
+// its CPU time and switches exactly as it measures both services'. Blocked in read(2) on its
+// pseudo-terminal until NAV-PVT comes, it sends a TPV at once (a fixed line with the epoch's time written
+// in, as long as ours's); then it sleeps in clock_nanosleep(2) as long as the bench says (it knows the
+// stream), reads until the epoch's last frame (NAV-TIMEUTC) is whole, and sends one TPV and a SKY with a
+// row per satellite of NAV-SAT (fixed text, the length of ours's). No decoding beyond finding the frames,
+// no JSON writer, no checksums, one thread. The bench places the sleep's end two ways: 2 ms past the
+// latest any epoch's last frame is due (the late floor: two wake-ups an epoch, the rest of the epoch in
+// one read, its end's reports that much late), and half a millisecond before the earliest (the punctual
+// floor: a third wake-up, for the last frame as it comes, as a service that reports the end at once
+// needs). What any service pays per epoch to do the same through this kernel (wake-ups, reads, two
 // sends to a TCP client over loopback) is what this one measures; against gpsd's CPU time in the same
 // run, it says how far under gpsd a service's CPU time can go on this machine.
 
@@ -22,13 +25,14 @@ enum ServiceCPUFloor {
         let description: String
     }
 
-    /// `GNSSHatBench --ubx-cpu-floor TTY PORT END-MS`: serves until killed or the terminal hangs up.
+    /// `GNSSHatBench --ubx-cpu-floor TTY PORT END-MICROSECONDS` (the sleep from NAV-PVT): serves until
+    /// killed or the terminal hangs up.
     static func main(_ arguments: [String]) -> Never {
         do {
             guard arguments.count == 3, let port = UInt16(arguments[1]), let end = Int(arguments[2]) else {
-                throw Failure(description: "usage: GNSSHatBench \(flag) TTY PORT END-MILLISECONDS")
+                throw Failure(description: "usage: GNSSHatBench \(flag) TTY PORT END-MICROSECONDS")
             }
-            try serve(terminal: arguments[0], port: port, endAfter: .milliseconds(end))
+            try serve(terminal: arguments[0], port: port, endAfter: .microseconds(end))
             exit(0)
         } catch {
             FileHandle.standardError.write(Data("GNSSHatBench \(flag): \(error)\n".utf8))
@@ -75,7 +79,7 @@ enum ServiceCPUFloor {
             line.removeAll(keepingCapacity: true)
             appendTPV(time: time, to: &line)
             try client.sendAll(line)
-            // Asleep until the epoch's end is there, then one read for the rest of it.
+            // Asleep until the bench's moment, then reads until the epoch's end is whole.
             let after = endAfter.components
             wake.tv_nsec += Int(after.attoseconds / 1_000_000_000)
             wake.tv_sec += Int(after.seconds) + wake.tv_nsec / 1_000_000_000
