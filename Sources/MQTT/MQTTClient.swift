@@ -546,8 +546,8 @@ final class ClientCore: @unchecked Sendable {
         outbox.queue(.message(message))
     }
 
-    func logged(level: CInt, text: String) {
-        guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
+    /// An error or a warning libmosquitto logged (its callback passes on no other level).
+    func logged(text: String) {
         outbox.queue(.libraryLog(text))
     }
 
@@ -677,6 +677,7 @@ private let onMessage: @convention(c) (
 
 private let onLog: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, CInt, UnsafePointer<CChar>?) -> Void = {
     _, userdata, level, text in
-    guard let text else { return }
-    core(userdata)?.logged(level: level, text: String(cString: text))
+    // libmosquitto logs every packet at debug level: only errors and warnings are made into a String.
+    guard let text, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
+    core(userdata)?.logged(text: String(cString: text))
 }
