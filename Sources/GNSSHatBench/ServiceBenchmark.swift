@@ -25,7 +25,7 @@
 //     each run before the stream, both services idle.
 // Runs: NMEA and UBX with one watching client each, NMEA with 20 (CPU time, latency), and UBX with the
 // CPU floor (ServiceCPUFloor: a service that does the least an early TPV and an epoch's end need) in
-// ours's place, against gpsd.
+// ours's place, against gpsd, twice: waking after the epoch's end, and punctually, before its last frame.
 // Both services run at nice -10: gpsd sets it itself when started as root (as here), ours too
 // (serve's --nice default); unprivileged, both would keep the nice value they were given.
 // Environment: GNSSHAT_BENCH_GNSS_HAT (the gnss-hat to measure; default: the one beside this
