@@ -242,10 +242,10 @@ enum ServiceBenchmark {
                 + "after NAV-PVT: \(placement.wakes); no decoding, fixed lines; \(results.count) runs of \(measured) "
                 + "epochs, its NAV-PVT covered in "
                 + results.map { "\($0.floor.epochs)/\(measured)" }.joined(separator: ", ") + "):")
-            print(String(format: "service \(stream.rawValue) \(name): floor=%.3f s gpsd=%.3f s ratio=%.2f (per run %@); "
-                + "switches per epoch floor=%.2f gpsd=%.2f; NAV-PVT last-byte->TPV p50 floor=%.3f ms gpsd=%.3f ms, "
-                + "p99 floor=%.3f ms gpsd=%.3f ms", floorCPU, gpsdCPU, floorCPU / gpsdCPU,
-                ratios.joined(separator: " / "),
+            print(String(format: "service \(stream.rawValue) \(name): floor=%.3f s gpsd=%.3f s ratio=%.2f "
+                + "(per run %@); switches per epoch floor=%.2f gpsd=%.2f; "
+                + "NAV-PVT last-byte->TPV p50 floor=%.3f ms gpsd=%.3f ms, p99 floor=%.3f ms gpsd=%.3f ms",
+                floorCPU, gpsdCPU, floorCPU / gpsdCPU, ratios.joined(separator: " / "),
                 median(results.map(\.floor.switchesPerEpoch)), median(results.map(\.gpsd.switchesPerEpoch)),
                 median(results.map(\.floor.lastByteP50)), median(results.map(\.gpsd.lastByteP50)),
                 median(results.map(\.floor.lastByteP99)), median(results.map(\.gpsd.lastByteP99))))
