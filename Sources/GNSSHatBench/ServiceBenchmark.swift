@@ -25,7 +25,8 @@
 //     each run before the stream, both services idle.
 // Runs: NMEA and UBX with one watching client each, NMEA with 20 (CPU time, latency), and UBX with the
 // CPU floor (ServiceCPUFloor: a service that does the least an early TPV and an epoch's end need) in
-// ours's place, against gpsd, twice: waking after the epoch's end, and punctually, before its last frame.
+// ours's place, against gpsd, three ways: waking after the epoch's end; punctually, before its last frame;
+// and punctually again, decoding the stream and writing its reports with ours's code.
 // Both services run at nice -10: gpsd sets it itself when started as root (as here), ours too
 // (serve's --nice default); unprivileged, both would keep the nice value they were given.
 // Environment: GNSSHAT_BENCH_GNSS_HAT (the gnss-hat to measure; default: the one beside this
@@ -201,13 +202,14 @@ enum ServiceBenchmark {
             + (woke.isEmpty ? "none" : woke.joined(separator: ", ")))
     }
 
-    /// Runs the UBX CPU floor (ServiceCPUFloor) in ours's place against gpsd, `runs` times in each of its two
+    /// Runs the UBX CPU floor (ServiceCPUFloor) in ours's place against gpsd, `runs` times in each of its three
     /// placements, and prints its CPU time, switches and latency beside gpsd's: how far under gpsd's CPU time
     /// any service that sends an early TPV and the epoch's end can go on this machine. The late floor wakes
     /// 2 ms past the latest any epoch's last frame is due, so it takes the rest of every epoch in one read
     /// (its end's reports wait up to those 2 ms and the last frame's spread); the punctual floor wakes half
     /// a millisecond before the earliest any epoch's last frame is due and then reads as the frames come,
-    /// so its end's reports go out as the last frame arrives, as ours's and gpsd's do.
+    /// so its end's reports go out as the last frame arrives, as ours's and gpsd's do; the decoding floor
+    /// sleeps as the punctual one and decodes and encodes with ours's code.
     static func measureCPUFloor(stream: ServiceStream, gnssHat: URL, gpsd: URL) async throws {
         var random = BenchRandom(state: ServiceRun.streamSeed)
         var latest = 0.0
@@ -219,17 +221,22 @@ enum ServiceBenchmark {
             latest = max(latest, due)
             earliest = min(earliest, due)
         }
-        let placements: [(name: String, wakes: String, endAfter: Duration)] = [
-            ("late", "two wake-ups, two reads and two sends an epoch, its end's reports up to 2 ms late",
-             .microseconds(Int((latest * 1e6).rounded(.up)) + 2000)),
+        let punctual = Duration.microseconds(max(0, Int((earliest * 1e6).rounded(.down)) - 500))
+        let fixedLines = "no decoding, fixed lines"
+        let placements: [(name: String, wakes: String, work: String, endAfter: Duration, decodes: Bool)] = [
+            ("late", "two wake-ups, two reads and two sends an epoch, its end's reports up to 2 ms late", fixedLines,
+             .microseconds(Int((latest * 1e6).rounded(.up)) + 2000), false),
             ("punctual", "three wake-ups, three reads and two sends an epoch, its end's reports as the last "
-                + "frame comes", .microseconds(max(0, Int((earliest * 1e6).rounded(.down)) - 500))),
+                + "frame comes", fixedLines, punctual, false),
+            ("decoding", "paced as the punctual one", "decoded by GNSSDecoder, written by GPSDReport as ours's are, "
+                + "nothing around them", punctual, true),
         ]
         for placement in placements {
             var results: [(floor: Measurement, gpsd: Measurement)] = []
             for _ in 0..<runs {
                 let run = try await ServiceRun(stream: stream, watchers: 1, gnssHat: gnssHat, gpsd: gpsd,
-                                               epochs: measured, profile: nil, cpuFloorEnd: placement.endAfter).run()
+                                               epochs: measured, profile: nil, cpuFloorEnd: placement.endAfter,
+                                               cpuFloorDecodes: placement.decodes).run()
                 results.append((run.ours, run.gpsd))
             }
             let floorCPU = median(results.map(\.floor.cpuSeconds))
@@ -239,7 +246,7 @@ enum ServiceBenchmark {
             print("service \(stream.rawValue): the \(name), a service that does the least an early TPV and the "
                 + "epoch's end need (GNSSHatBench \(ServiceCPUFloor.flag), its sleep ending "
                 + String(format: "%.1f ms ", placement.endAfter / .milliseconds(1))
-                + "after NAV-PVT: \(placement.wakes); no decoding, fixed lines; \(results.count) runs of \(measured) "
+                + "after NAV-PVT: \(placement.wakes); \(placement.work); \(results.count) runs of \(measured) "
                 + "epochs, its NAV-PVT covered in "
                 + results.map { "\($0.floor.epochs)/\(measured)" }.joined(separator: ", ") + "):")
             print(String(format: "service \(stream.rawValue) \(name): floor=%.3f s gpsd=%.3f s ratio=%.2f "
@@ -314,6 +321,8 @@ struct ServiceRun {
     /// Set: the UBX CPU floor (ServiceCPUFloor) runs in ours's place, sleeping this long from each NAV-PVT
     /// to the epoch's end; only the streaming figures are measured (no latency floor, no idle).
     var cpuFloorEnd: Duration? = nil
+    /// The CPU floor decodes the stream and writes its reports with ours's code (its `decode` mode).
+    var cpuFloorDecodes = false
 
     /// The seed of the streams `feed` writes.
     static let streamSeed: UInt64 = 7
@@ -346,7 +355,7 @@ struct ServiceRun {
             let microseconds = Int((cpuFloorEnd / .microseconds(1)).rounded(.up))
             oursProcess = try launch(bench, [
                 ServiceCPUFloor.flag, terminals[1].devicePath, "\(ports[1])", "\(microseconds)",
-            ])
+            ] + (cpuFloorDecodes ? ["decode"] : []))
         } else {
             oursProcess = try launch(gnssHat, [
                 "serve", "--board", boardPath, "--listen", "127.0.0.1:\(ports[1])", "--early-position", "--linger", "1",

@@ -12,9 +12,13 @@
 // floor: a third wake-up, for the last frame as it comes, as a service that reports the end at once
 // needs). What any service pays per epoch to do the same through this kernel (wake-ups, reads, two
 // sends to a TCP client over loopback) is what this one measures; against gpsd's CPU time in the same
-// run, it says how far under gpsd a service's CPU time can go on this machine.
+// run, it says how far under gpsd a service's CPU time can go on this machine. A third placement, the
+// decoding floor (`decode`), sleeps as the punctual one but decodes the stream with GNSSProtocol's
+// decoder and writes its reports with GPSD's encoder: ours's own decoding and JSON, nothing around them.
 
 import Foundation
+import GNSSProtocol
+import GPSD
 import LinuxSystem
 
 enum ServiceCPUFloor {
@@ -25,14 +29,16 @@ enum ServiceCPUFloor {
         let description: String
     }
 
-    /// `GNSSHatBench --ubx-cpu-floor TTY PORT END-MICROSECONDS` (the sleep from NAV-PVT): serves until
-    /// killed or the terminal hangs up.
+    /// `GNSSHatBench --ubx-cpu-floor TTY PORT END-MICROSECONDS [decode]` (the sleep from NAV-PVT; `decode`:
+    /// the decoding floor): serves until killed or the terminal hangs up.
     static func main(_ arguments: [String]) -> Never {
         do {
-            guard arguments.count == 3, let port = UInt16(arguments[1]), let end = Int(arguments[2]) else {
-                throw Failure(description: "usage: GNSSHatBench \(flag) TTY PORT END-MICROSECONDS")
+            guard arguments.count == 3 || arguments.count == 4 && arguments[3] == "decode",
+                  let port = UInt16(arguments[1]), let end = Int(arguments[2])
+            else {
+                throw Failure(description: "usage: GNSSHatBench \(flag) TTY PORT END-MICROSECONDS [decode]")
             }
-            try serve(terminal: arguments[0], port: port, endAfter: .microseconds(end))
+            try serve(terminal: arguments[0], port: port, endAfter: .microseconds(end), decoding: arguments.count == 4)
             exit(0)
         } catch {
             FileHandle.standardError.write(Data("GNSSHatBench \(flag): \(error)\n".utf8))
@@ -40,7 +46,7 @@ enum ServiceCPUFloor {
         }
     }
 
-    static func serve(terminal: String, port: UInt16, endAfter: Duration) throws {
+    static func serve(terminal: String, port: UInt16, endAfter: Duration, decoding: Bool) throws {
         // On Linux a nice value is a thread's: 0 names the calling thread (both services run at -10).
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
         let device = open(terminal, O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -60,6 +66,10 @@ enum ServiceCPUFloor {
             request += try client.receive(timeout: .seconds(10))
         }
         try client.sendAll(Array("{\"class\":\"WATCH\",\"enable\":true,\"json\":true}\r\n".utf8))
+        if decoding {
+            try serveDecoded(device, to: client, name: terminal, endAfter: endAfter)
+            return
+        }
 
         var buffer = [UInt8](repeating: 0, count: 4096)
         var line: [UInt8] = []
@@ -99,6 +109,48 @@ enum ServiceCPUFloor {
             appendTPV(time: time, to: &line)
             appendSKY(time: time, satellites: satellites ?? 0, to: &line)
             try client.sendAll(line)
+        }
+    }
+
+    /// The decoding floor: the epochs decoded by GNSSProtocol's `GNSSDecoder` (provisional fixes on, as
+    /// `--early-position` has them) and their reports written by GPSD's `GPSDReport`, what ours's service
+    /// runs, without its session, signals, pacer or client queues. A provisional fix's TPV goes out at
+    /// once, then the thread sleeps `endAfter` from the read that brought it; an epoch's TPV and SKY go out
+    /// in one send as it ends.
+    private static func serveDecoded(_ device: CInt, to client: SocketConnection, name: String,
+                                     endAfter: Duration) throws {
+        var decoder = GNSSDecoder(options: GNSSDecoder.Options(provisionalFixes: true))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var line: [UInt8] = []
+        line.reserveCapacity(8192)
+        while true {
+            guard let count = readSome(device, &buffer), count > 0 else { return }
+            var wake = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &wake)
+            buffer.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            var pause = false
+            while let output = decoder.next() {
+                switch output {
+                case .provisionalFix(let fix):
+                    line.removeAll(keepingCapacity: true)
+                    GPSDReport.appendTPV(fix, device: name, to: &line)
+                    try client.sendAll(line)
+                    pause = true
+                case .epoch(let epoch):
+                    line.removeAll(keepingCapacity: true)
+                    if let fix = epoch.fix { GPSDReport.appendTPV(fix, device: name, to: &line) }
+                    if let sky = epoch.sky { GPSDReport.appendSKY(sky, device: name, to: &line) }
+                    if !line.isEmpty { try client.sendAll(line) }
+                case .message, .undecodable, .epochStarted:
+                    break
+                }
+            }
+            guard pause else { continue }
+            let after = endAfter.components
+            wake.tv_nsec += Int(after.attoseconds / 1_000_000_000)
+            wake.tv_sec += Int(after.seconds) + wake.tv_nsec / 1_000_000_000
+            wake.tv_nsec %= 1_000_000_000
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR {}
         }
     }
 
