@@ -90,11 +90,7 @@ enum ServiceCPUFloor {
             appendTPV(time: time, to: &line)
             try client.sendAll(line)
             // Asleep until the bench's moment, then reads until the epoch's end is whole.
-            let after = endAfter.components
-            wake.tv_nsec += Int(after.attoseconds / 1_000_000_000)
-            wake.tv_sec += Int(after.seconds) + wake.tv_nsec / 1_000_000_000
-            wake.tv_nsec %= 1_000_000_000
-            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR {}
+            sleep(for: endAfter, from: wake)
             var satellites: Int?
             while true {
                 guard let count = readSome(device, &buffer), count > 0 else { return }
@@ -146,12 +142,18 @@ enum ServiceCPUFloor {
                 }
             }
             guard pause else { continue }
-            let after = endAfter.components
-            wake.tv_nsec += Int(after.attoseconds / 1_000_000_000)
-            wake.tv_sec += Int(after.seconds) + wake.tv_nsec / 1_000_000_000
-            wake.tv_nsec %= 1_000_000_000
-            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR {}
+            sleep(for: endAfter, from: wake)
         }
+    }
+
+    /// Sleeps in clock_nanosleep(2) until `duration` after `start` (CLOCK_MONOTONIC).
+    private static func sleep(for duration: Duration, from start: timespec) {
+        var wake = start
+        let after = duration.components
+        wake.tv_nsec += Int(after.attoseconds / 1_000_000_000)
+        wake.tv_sec += Int(after.seconds) + wake.tv_nsec / 1_000_000_000
+        wake.tv_nsec %= 1_000_000_000
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) == EINTR {}
     }
 
     /// One read(2) into `buffer`: its count, or nil on an error other than EINTR.
