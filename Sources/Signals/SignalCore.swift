@@ -515,8 +515,9 @@ final class SignalCore: Sendable {
     }
 }
 
-/// The continuations of a signal's ``SignalCore/stateChanges()``. Yielding to one only
-/// enqueues; it never calls back, so it is done under the core's lock, in transition order.
+/// The continuations of a signal's ``SignalCore/stateChanges()``. Yielding to one never calls
+/// back into the signal, so it is done under the core's lock, in transition order; but not under
+/// this object's own lock (see ``yield(_:)``).
 final class StateObservers: Sendable {
     private let continuations = Lock<[SubscriberID: AsyncStream<SignalState>.Continuation]>([:])
 
@@ -530,10 +531,13 @@ final class StateObservers: Sendable {
         _ = removed
     }
 
+    /// Yields `state` to each continuation, after letting go of the lock: a yield resumes the task
+    /// awaiting the stream, which takes that task's status lock, and cancelling that task runs the
+    /// stream's `onTermination` (``remove(_:)``, this lock) with the same status lock held. Yielding
+    /// under this lock deadlocked the two (seen once in `gnss-hat watch`, 2026-12-05).
     func yield(_ state: SignalState) {
-        continuations.withLock { continuations in
-            for continuation in continuations.values { continuation.yield(state) }
-        }
+        let current = continuations.withLock { Array($0.values) }
+        for continuation in current { continuation.yield(state) }
     }
 
     /// Takes every continuation out, to finish them after unlocking.
