@@ -223,13 +223,14 @@ enum ServiceBenchmark {
         }
         let punctual = Duration.microseconds(max(0, Int((earliest * 1e6).rounded(.down)) - 500))
         let fixedLines = "no decoding, fixed lines"
+        // Each placement's name in the printed lines, what wakes it, what it does, its sleep, its mode.
         let placements: [(name: String, wakes: String, work: String, endAfter: Duration, decodes: Bool)] = [
-            ("late", "two wake-ups, two reads and two sends an epoch, its end's reports up to 2 ms late", fixedLines,
-             .microseconds(Int((latest * 1e6).rounded(.up)) + 2000), false),
-            ("punctual", "three wake-ups, three reads and two sends an epoch, its end's reports as the last "
-                + "frame comes", fixedLines, punctual, false),
-            ("decoding", "paced as the punctual one", "decoded by GNSSDecoder, written by GPSDReport as ours's are, "
-                + "nothing around them", punctual, true),
+            ("CPU floor", "two wake-ups, two reads and two sends an epoch, its end's reports up to 2 ms late",
+             fixedLines, .microseconds(Int((latest * 1e6).rounded(.up)) + 2000), false),
+            ("CPU floor, punctual", "three wake-ups, three reads and two sends an epoch, its end's reports as the "
+                + "last frame comes", fixedLines, punctual, false),
+            ("CPU floor, decoding", "paced as the punctual one",
+             "decoded by GNSSDecoder, written by GPSDReport as ours's are, nothing around them", punctual, true),
         ]
         for placement in placements {
             var results: [(floor: Measurement, gpsd: Measurement)] = []
@@ -242,15 +243,14 @@ enum ServiceBenchmark {
             let floorCPU = median(results.map(\.floor.cpuSeconds))
             let gpsdCPU = median(results.map(\.gpsd.cpuSeconds))
             let ratios = results.map { String(format: "%.2f", $0.floor.cpuSeconds / $0.gpsd.cpuSeconds) }
-            let name = placement.name == "late" ? "CPU floor" : "CPU floor, \(placement.name)"
-            print("service \(stream.rawValue): the \(name), a service that does the least an early TPV and the "
-                + "epoch's end need (GNSSHatBench \(ServiceCPUFloor.flag), its sleep ending "
+            print("service \(stream.rawValue): the \(placement.name), a service that does the least an early TPV "
+                + "and the epoch's end need (GNSSHatBench \(ServiceCPUFloor.flag), its sleep ending "
                 + String(format: "%.1f ms ", placement.endAfter / .milliseconds(1))
                 + "after NAV-PVT: \(placement.wakes); \(placement.work); \(results.count) runs of \(measured) "
                 + "epochs, its NAV-PVT covered in "
                 + results.map { "\($0.floor.epochs)/\(measured)" }.joined(separator: ", ") + "):")
-            print(String(format: "service \(stream.rawValue) \(name): floor=%.3f s gpsd=%.3f s ratio=%.2f "
-                + "(per run %@); switches per epoch floor=%.2f gpsd=%.2f; "
+            print(String(format: "service \(stream.rawValue) \(placement.name): floor=%.3f s gpsd=%.3f s "
+                + "ratio=%.2f (per run %@); switches per epoch floor=%.2f gpsd=%.2f; "
                 + "NAV-PVT last-byte->TPV p50 floor=%.3f ms gpsd=%.3f ms, p99 floor=%.3f ms gpsd=%.3f ms",
                 floorCPU, gpsdCPU, floorCPU / gpsdCPU, ratios.joined(separator: " / "),
                 median(results.map(\.floor.switchesPerEpoch)), median(results.map(\.gpsd.switchesPerEpoch)),
