@@ -106,8 +106,12 @@ let package = Package(
             name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]
         ),
         .testTarget(
-            name: "LinuxSystemTests", dependencies: ["LinuxSystem", "CLinuxShims", "GNSSHatTesting", "TestSupport"]
+            name: "LinuxSystemTests",
+            dependencies: ["LinuxSystem", "CLinuxShims", "GNSSHatTesting", "TestSupport", "thread-executors-probe"]
         ),
+        // Installs ThreadExecutors as gnss-hat does and reports where each kind of job ran (run by
+        // LinuxSystemTests: the 6.3 factory and the 6.2 runtime hooks alike).
+        .executableTarget(name: "thread-executors-probe", dependencies: ["LinuxSystem"], path: "Tests/ExecutorsProbe"),
         .testTarget(
             name: "PiHardwareTests",
             dependencies: ["PiHardware", "LinuxSystem", "CLinuxShims", "CI2C", "GNSSHatTesting", "TestSupport"]

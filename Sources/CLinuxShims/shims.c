@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 #include <unistd.h>
+#include <stdio.h>
 
 // Swift reads these structs through the imported headers; the asserts pin the layouts the
 // kernel ABI (x86-64, arm64, armhf) expects, so a header mix-up fails the build, not a transfer.
@@ -106,4 +107,21 @@ int cshim_limit_malloc_arenas(int count) {
     (void)count;
     return 1;
 #endif
+}
+
+// The runtime's global-executor hook (swift/Runtime/ConcurrencyHooks.def): Swift calling
+// convention; the job is opaque here.
+typedef __attribute__((swiftcall)) void (*cshim_original_enqueue)(void *job);
+extern __attribute__((swiftcall)) void (*swift_task_enqueueGlobal_hook)(void *job, cshim_original_enqueue original);
+
+static cshim_job_sink global_sink;
+
+static __attribute__((swiftcall)) void enqueue_global(void *job, cshim_original_enqueue original) {
+    (void)original;
+    global_sink(job);
+}
+
+void cshim_install_global_executor_hook(cshim_job_sink sink) {
+    global_sink = sink;
+    swift_task_enqueueGlobal_hook = enqueue_global;
 }

@@ -1,7 +1,7 @@
 // The Receiver: one hardware session shared by every subscriber of every view.
 public import GNSSProtocol
 public import Signals
-import LinuxSystem  // Lock
+public import LinuxSystem  // Lock; TimerThreadClock, the default clock
 
 /// A GNSS receiver on a hat, powered only while somebody listens.
 ///
@@ -66,7 +66,7 @@ public final class Receiver: ActivityReporting {
     /// board, or what opening its hardware threw.
     public convenience init(
         board: Board, options: ReceiverOptions = ReceiverOptions(), hardware provider: some HardwareProvider = .system,
-        clock: some Clock<Duration> = ContinuousClock()
+        clock: some Clock<Duration> = TimerThreadClock()
     ) throws {
         let hardware = try provider.hardware(for: board, clock: clock)
         self.init(hardware: hardware, options: options, ownsHardware: true)

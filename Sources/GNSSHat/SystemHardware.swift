@@ -1,6 +1,6 @@
 // The machine's own hardware: a board's UART or I2C bus and its GPIO lines, as its description
 // says, reached through libgpiod, termios and i2c-dev (or through openers a test or a rig replaces).
-import LinuxSystem
+public import LinuxSystem  // TimerThreadClock, the default clock
 import PiHardware
 
 /// The provider of the machine's hardware: it serves every board linked by a UART or an I2C bus.
@@ -35,7 +35,7 @@ public struct BoardHardware: ReceiverHardware {
     public let clock: any Clock<Duration>
 
     /// Throws ``NoHardwareProvider`` for a board whose link is neither a UART nor an I2C bus.
-    public init(board: Board, access: HardwareAccess = .system(), clock: any Clock<Duration> = ContinuousClock())
+    public init(board: Board, access: HardwareAccess = .system(), clock: any Clock<Duration> = TimerThreadClock())
         throws(NoHardwareProvider)
     {
         guard let link = board.link.systemLink else { throw NoHardwareProvider(board: board) }

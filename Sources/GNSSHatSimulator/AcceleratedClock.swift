@@ -1,4 +1,5 @@
 // A clock that runs faster than real time, to watch a simulated receiver in fast motion.
+import LinuxSystem
 
 /// A clock whose time runs `rate` times as fast as the continuous clock: with rate 5, a 26 s
 /// cold start of the simulated receiver takes about 5 s to watch.
@@ -16,7 +17,8 @@ public struct AcceleratedClock: Clock, Sendable {
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
-    /// How many seconds of this clock pass in one real second.
+    /// How many seconds of this clock pass in one real second. Its sleeps wait on a
+    /// ``TimerThreadClock``.
     public let rate: Double
     private let start: ContinuousClock.Instant
 
@@ -33,6 +35,6 @@ public struct AcceleratedClock: Clock, Sendable {
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let remaining = now.duration(to: deadline)
         guard remaining > .zero else { return }
-        try await ContinuousClock().sleep(for: remaining / rate)
+        try await TimerThreadClock().sleep(for: remaining / rate)
     }
 }

@@ -144,25 +144,34 @@ package struct JSONWriter {
     }
 
     /// Reserves room at the end of `bytes`, lets `body` write, and keeps what it wrote: written straight
-    /// into the array's spare capacity (no zero fill of the room first, nothing to remove after).
+    /// into the array's spare capacity (no zero fill of the room first, nothing to remove after). Swift
+    /// 6.2 has no `append(addingCapacity:)`: there it writes into a temporary and appends that.
     package static func append(to bytes: inout [UInt8], capacity: Int, _ body: (inout JSONWriter) -> Void) {
         var capacity = max(capacity, 64)
+        /// Writes into `space`; the count written, or nil when it did not fit.
+        func write(into space: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+            guard let base = space.baseAddress else { return nil }
+            var writer = JSONWriter(out: base, capacity: space.count)
+            body(&writer)
+            return writer.overflowed ? nil : writer.count
+        }
         while true {
-            var overflowed = false
+            var written: Int?
+            #if compiler(>=6.3)
             bytes.append(addingCapacity: capacity) { span in
                 span.withUnsafeMutableBufferPointer { space, initialized in
-                    guard let base = space.baseAddress else {
-                        overflowed = true
-                        return
-                    }
-                    var writer = JSONWriter(out: base, capacity: space.count)
-                    body(&writer)
-                    overflowed = writer.overflowed
+                    written = write(into: space)
                     // Bytes written before an overflow are left uninitialized: none are kept then.
-                    initialized = overflowed ? 0 : writer.count
+                    initialized = written ?? 0
                 }
             }
-            if !overflowed { return }
+            #else
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { space in
+                written = write(into: space)
+                if let written { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: space[..<written])) }
+            }
+            #endif
+            if written != nil { return }
             capacity *= 2
         }
     }

@@ -329,7 +329,7 @@ final class ServerLoop: @unchecked Sendable {
         retryScheduled = true
         let inbox = server.inbox
         Task {
-            try? await Task.sleep(for: .seconds(1))
+            try? await TimerThreadClock().sleep(for: .seconds(1))
             inbox.post(.resubscribe)
         }
     }
@@ -414,7 +414,7 @@ final class ServerLoop: @unchecked Sendable {
             // The receiver failed: hold again after a pause, so time service comes back by itself.
             if case .failure = completion {
                 Task {
-                    try? await Task.sleep(for: .seconds(1))
+                    try? await TimerThreadClock().sleep(for: .seconds(1))
                     inbox.post(.rehold)
                 }
             }

@@ -104,25 +104,37 @@ package enum DescriptorIO {
         case .failed(let failure): return .failed(failure)
         }
         // Read straight into `buffer`'s spare room (its storage reused while nothing else holds it): no
-        // temporary (above 1 KiB that was a heap allocation per read), no copy, no zero fill.
+        // temporary (above 1 KiB that was a heap allocation per read), no copy, no zero fill. Swift 6.2
+        // has no `append(addingCapacity:)`: there the bytes are read into a temporary and appended.
         var outcome = ReadOutcome.bytes([])
+        func readInto(_ space: UnsafeMutableBufferPointer<UInt8>) -> Int {
+            let count = retryingInterrupts("read", device) {
+                system_read(fd, UnsafeMutableRawPointer(space.baseAddress), space.count, device)
+            }
+            switch count {
+            case .failure(let failure) where failure.errno == .wouldBlock:
+                outcome = .timedOut
+            case .failure(let failure):
+                outcome = .failed(failure)
+            case .success(0):
+                outcome = .hungUp(FailedCall(call: "read", device: device, errno: nil))
+            case .success(let n):
+                return n
+            }
+            return 0
+        }
+        #if compiler(>=6.3)
         buffer.append(addingCapacity: maxCount) { span in
             span.withUnsafeMutableBufferPointer { space, initialized in
-                let count = retryingInterrupts("read", device) {
-                    system_read(fd, UnsafeMutableRawPointer(space.baseAddress), space.count, device)
-                }
-                switch count {
-                case .failure(let failure) where failure.errno == .wouldBlock:
-                    outcome = .timedOut
-                case .failure(let failure):
-                    outcome = .failed(failure)
-                case .success(0):
-                    outcome = .hungUp(FailedCall(call: "read", device: device, errno: nil))
-                case .success(let n):
-                    initialized = n
-                }
+                initialized = readInto(space)
             }
         }
+        #else
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxCount) { space in
+            let count = readInto(space)
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: space[..<count]))
+        }
+        #endif
         return outcome
     }
 

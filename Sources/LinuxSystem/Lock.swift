@@ -11,6 +11,7 @@ public import Synchronization
 /// that lives in instrumented code: the mutex orders them, so the sanitizer sees each critical
 /// section happen after the previous one. Both are plain moves on x86-64.
 public struct Lock<State: ~Copyable>: ~Copyable, @unchecked Sendable {
+    #if compiler(>=6.3)
     @usableFromInline let mutex: Mutex<State>
     @usableFromInline let order = Atomic<UInt8>(0)
 
@@ -31,4 +32,40 @@ public struct Lock<State: ~Copyable>: ~Copyable, @unchecked Sendable {
             return try body(&state)
         }
     }
+    #else
+    // Swift 6.2's region checker rejects handing `Mutex.withLock`'s `inout sending` state to a
+    // closure parameter, which 6.3 accepts: there the mutex guards the state kept beside it, and
+    // `withLock` has no `sending` annotations (the same critical sections; @unchecked Sendable either way).
+    @usableFromInline let mutex = Mutex<Void>(())
+    @usableFromInline let order = Atomic<UInt8>(0)
+    @usableFromInline let storage: UnsafeMutablePointer<State>
+
+    @inlinable
+    public init(_ initial: consuming sending State) {
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: initial)
+    }
+
+    deinit {
+        storage.deinitialize(count: 1)
+        storage.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the state.
+    @inlinable
+    public borrowing func withLock<Result: ~Copyable, E: Error>(
+        _ body: (inout State) throws(E) -> Result
+    ) throws(E) -> Result {
+        var outcome: Swift.Result<Result, E>? = nil
+        mutex.withLock { _ in
+            _ = order.load(ordering: .acquiring)
+            defer { order.store(0, ordering: .releasing) }
+            do throws(E) { outcome = .success(try body(&storage.pointee)) } catch { outcome = .failure(error) }
+        }
+        switch outcome.take()! {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
+    }
+    #endif
 }

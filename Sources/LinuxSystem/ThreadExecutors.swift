@@ -3,15 +3,24 @@
 // as long as it lives, listeners or not. A service that must not wake while nobody watches runs
 // its tasks here instead: a few worker threads and a timer thread that sleep on condition
 // variables with no timeout while there is nothing to do.
+//
+// Swift 6.3 installs them as the process's executors through an executor factory. Swift 6.2 (Debian's
+// toolchain, which builds the aarch64 binary) has no factory: there the runtime's global-executor hook
+// hands the pool every job of a task without an actor, but `Task.sleep` and the standard clocks'
+// sleeps still wait on libdispatch's timers, and main-actor jobs go to libdispatch's main queue. So
+// the package's own sleeps wait on ``TimerThreadClock`` (this timer thread on either toolchain), and
+// nothing in gnss-hat hops to the main actor.
+#if compiler(>=6.3)
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+#endif
 internal import CLinuxShims
 internal import Glibc
 
 /// Replaces Swift concurrency's default and main executors with ``ThreadPoolExecutor`` and
 /// ``MainThreadExecutor`` for the whole process.
 public enum ThreadExecutors {
-    /// Installs the executors (Swift's `_createExecutors`, an experimental runtime interface).
-    /// Call it once, first thing in a synchronous `main.swift`, before any task exists; later
+    /// Installs the executors (Swift 6.3's `_createExecutors`, an experimental runtime interface; on
+    /// Swift 6.2 the runtime's global-executor hook, see the file's header). Call it once, first thing in a synchronous `main.swift`, before any task exists; later
     /// calls do nothing. Starts `workers` threads (default: one per online processor, at least
     /// two) and the timer thread; throws if a thread cannot be started.
     public static func install(workers: Int? = nil) throws(SystemError) {
@@ -23,7 +32,12 @@ public enum ThreadExecutors {
             installation = Installation(pool: pool, main: MainThreadExecutor(timers: timers))
             return true
         }
-        if installed { _createExecutors(factory: Factory.self) }
+        guard installed else { return }
+        #if compiler(>=6.3)
+        _createExecutors(factory: Factory.self)
+        #else
+        RuntimeHooks.install()
+        #endif
     }
 
     /// Runs `body` as a task and serves the main actor on the calling thread (the main thread)
@@ -42,30 +56,58 @@ public enum ThreadExecutors {
         return value
     }
 
-    private struct Installation: @unchecked Sendable {
+    fileprivate struct Installation: @unchecked Sendable {
         // Written once under the lock in `install`, read only after it.
         static let shared = ThreadCondition<Installation?>(nil)
         let pool: ThreadPoolExecutor
         let main: MainThreadExecutor
     }
 
-    private struct Factory: ExecutorFactory {
+    /// The installed pool's timer thread, if ``install(workers:)`` has run.
+    static var timers: TimerThread? {
+        Installation.shared.withLock { $0?.pool.timers }
+    }
+
+    /// How many delayed jobs and clock sleeps the installed timer thread holds (0 before
+    /// ``install(workers:)``): none while the process is idle.
+    public static var pendingTimers: Int {
+        timers?.pendingCount ?? 0
+    }
+
+    fileprivate enum Factory {
         static var installed: Installation {
             guard let installation = Installation.shared.withLock({ $0 }) else {
                 preconditionFailure("ThreadExecutors.install() has not run")
             }
             return installation
         }
-        static var mainExecutor: any MainExecutor { installed.main }
-        static var defaultExecutor: any TaskExecutor { installed.pool }
     }
 }
 
+#if compiler(>=6.3)
+extension ThreadExecutors.Factory: ExecutorFactory {
+    static var mainExecutor: any MainExecutor { installed.main }
+    static var defaultExecutor: any TaskExecutor { installed.pool }
+}
+#else
+/// Swift 6.2: the runtime's global-executor hook sends the jobs of tasks without an actor or a
+/// preference to the installed pool, as the 6.3 factory's default executor receives them.
+private enum RuntimeHooks {
+    static func install() {
+        cshim_install_global_executor_hook { job in
+            let pool = ThreadExecutors.Factory.installed.pool
+            // The runtime's `Job *` as the standard library's handle of it (a struct of that one pointer).
+            pool.put(QueuedJob(job: unsafeBitCast(job, to: UnownedJob.self), executor: .task(pool)))
+        }
+    }
+}
+#endif
+
 /// The executor of tasks that have no actor: `threads` worker threads taking jobs first in,
 /// first out (priorities are not ordered), plus delayed jobs through a ``TimerThread``.
-final class ThreadPoolExecutor: TaskExecutor, SchedulingExecutor, Sendable {
+final class ThreadPoolExecutor: TaskExecutor, Sendable {
     private let queue = ThreadCondition(JobQueue<QueuedJob>())
-    private let timers: TimerThread
+    fileprivate let timers: TimerThread
     private let ownsTimers: Bool
     private let threads: [LoopThread]
 
@@ -104,18 +146,6 @@ final class ThreadPoolExecutor: TaskExecutor, SchedulingExecutor, Sendable {
         queue.put(QueuedJob(job: UnownedJob(job), executor: .task(self)))
     }
 
-    public func enqueue<C: Clock>(
-        _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
-    ) {
-        timers.schedule(UnownedJob(job), after: delay, clock: clock, on: .task(self))
-    }
-
-    public func enqueue<C: Clock>(
-        _ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C
-    ) {
-        timers.schedule(UnownedJob(job), after: clock.now.duration(to: instant), clock: clock, on: .task(self))
-    }
-
     /// Stops taking jobs once the queue is empty and waits for the worker threads (and the
     /// timer thread it started) to end. Jobs still waiting for their time are dropped.
     public func shutdown() {
@@ -127,11 +157,29 @@ final class ThreadPoolExecutor: TaskExecutor, SchedulingExecutor, Sendable {
     fileprivate func put(_ job: QueuedJob) {
         queue.put(job)
     }
+
 }
 
+#if compiler(>=6.3)
+extension ThreadPoolExecutor: SchedulingExecutor {
+    public func enqueue<C: Clock>(
+        _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
+    ) {
+        timers.schedule(UnownedJob(job), after: delay, clock: clock, on: .task(self))
+    }
+
+    public func enqueue<C: Clock>(
+        _ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C
+    ) {
+        timers.schedule(UnownedJob(job), after: clock.now.duration(to: instant), clock: clock, on: .task(self))
+    }
+}
+#endif
+
 /// The main actor's executor: runs its jobs on the thread that calls ``run()`` (the main
-/// thread) until ``stop()``.
-final class MainThreadExecutor: MainExecutor, SchedulingExecutor, Sendable {
+/// thread) until ``stop()``. (On Swift 6.2 only an actor whose executor it is: the main actor keeps
+/// libdispatch's main queue there.)
+final class MainThreadExecutor: SerialExecutor, Sendable {
     private let queue = ThreadCondition(JobQueue<QueuedJob>())
     private let timers: TimerThread
     private let runner = ThreadCondition<pthread_t?>(nil)
@@ -162,6 +210,17 @@ final class MainThreadExecutor: MainExecutor, SchedulingExecutor, Sendable {
         queue.put(QueuedJob(job: UnownedJob(job), executor: .main(self)))
     }
 
+    public func isIsolatingCurrentContext() -> Bool? {
+        runner.withLock { runner in runner.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    fileprivate func put(_ job: QueuedJob) {
+        queue.put(job)
+    }
+}
+
+#if compiler(>=6.3)
+extension MainThreadExecutor: MainExecutor, SchedulingExecutor {
     public func enqueue<C: Clock>(
         _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
     ) {
@@ -173,27 +232,25 @@ final class MainThreadExecutor: MainExecutor, SchedulingExecutor, Sendable {
     ) {
         timers.schedule(UnownedJob(job), after: clock.now.duration(to: instant), clock: clock, on: .main(self))
     }
-
-    public func isIsolatingCurrentContext() -> Bool? {
-        runner.withLock { runner in runner.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-    }
-
-    fileprivate func put(_ job: QueuedJob) {
-        queue.put(job)
-    }
 }
+#endif
 
 /// Delayed jobs: one thread that sleeps until the earliest deadline (on `CLOCK_MONOTONIC`), or
 /// with no timeout while none is pending, then hands due jobs to their executors.
 final class TimerThread: Sendable {
-    private let pending = ThreadCondition(DeadlineQueue<QueuedJob>())
+    private let pending = ThreadCondition(DeadlineQueue<TimerEntry>())
     private let thread: LoopThread
 
     init() throws(SystemError) {
         let pending = pending
         thread = try LoopThread(name: "gnss-timers") {
             while let due = pending.takeDue() {
-                for job in due { job.executor.put(job) }
+                for entry in due {
+                    switch entry {
+                    case .job(let job): job.executor.put(job)
+                    case .call(_, let body): body()
+                    }
+                }
             }
         }
     }
@@ -202,8 +259,11 @@ final class TimerThread: Sendable {
         pending.close()
     }
 
-    /// How many jobs have waited here for their time (for tests).
+    /// How many jobs and calls have waited here for their time (for tests).
     var scheduledCount: UInt64 { pending.withLock { $0.inserted } }
+
+    /// How many wait now.
+    var pendingCount: Int { pending.withLock { $0.count } }
 
     /// Ends the thread (jobs still waiting for their time are dropped) and waits for it.
     func shutdown() {
@@ -218,13 +278,48 @@ final class TimerThread: Sendable {
     fileprivate func schedule<C: Clock>(
         _ job: UnownedJob, after delay: C.Duration, clock: C, on executor: JobExecutor
     ) {
+        guard let delay = delay as? Duration else {
+            executor.put(QueuedJob(job: job, executor: executor))
+            return
+        }
+        schedule(job, after: delay, on: executor)
+    }
+
+    /// Queues `job` on `executor` once `delay` has passed (at once if it is not positive).
+    fileprivate func schedule(_ job: UnownedJob, after delay: Duration, on executor: JobExecutor) {
         let queued = QueuedJob(job: job, executor: executor)
-        guard let delay = delay as? Duration, delay > .zero else {
+        guard delay > .zero else {
             executor.put(queued)
             return
         }
-        pending.schedule(queued, at: MonotonicInstant.now().advanced(by: delay))
+        pending.schedule(.job(queued), at: MonotonicInstant.now().advanced(by: delay))
     }
+
+    /// Calls `body` on the timer thread once `deadline` has come (short work only: resuming a
+    /// continuation); the number returned cancels it.
+    func call(at deadline: MonotonicInstant, _ body: @escaping @Sendable () -> Void) -> UInt64 {
+        pending.withLock { pending in
+            let id = pending.inserted
+            let earlier = pending.earliest.map { deadline < $0 } ?? true
+            pending.insert(.call(id: id, body), at: deadline)
+            if earlier { self.pending.signalOne() }
+            return id
+        }
+    }
+
+    /// Drops the call `id` if it has not been made: no wake-up is left behind for it.
+    func cancelCall(_ id: UInt64) {
+        pending.withLock { pending in
+            pending.remove { if case .call(id, _) = $0 { true } else { false } }
+        }
+    }
+}
+
+/// What the timer thread waits for: a delayed job, or a call (a ``TimerThreadClock`` sleep's end).
+fileprivate enum TimerEntry: @unchecked Sendable {
+    // The job's handle is passed between threads and run once, as QueuedJob's.
+    case job(QueuedJob)
+    case call(id: UInt64, @Sendable () -> Void)
 }
 
 /// A job and the executor that runs it.
@@ -341,6 +436,15 @@ struct DeadlineQueue<Element> {
         return due
     }
 
+    /// Removes the items `predicate` picks (linear, then the heap is made again: for the few items
+    /// a timer thread holds).
+    mutating func remove(where predicate: (Element) -> Bool) {
+        let kept = heap.filter { !predicate($0.item) }
+        guard kept.count != heap.count else { return }
+        heap = []
+        for entry in kept.sorted(by: { $0.precedes($1) }) { heap.append(entry) }
+    }
+
     mutating func close() {
         closed = true
     }
@@ -417,7 +521,7 @@ final class ThreadCondition<State>: @unchecked Sendable {
     }
 
     /// Wakes one waiter (the lock held).
-    fileprivate func signalOne() {
+    func signalOne() {
         pthread_cond_signal(condition)
     }
 
@@ -459,8 +563,8 @@ extension ThreadCondition {
     }
 }
 
-extension ThreadCondition where State == DeadlineQueue<QueuedJob> {
-    fileprivate func schedule(_ job: QueuedJob, at deadline: MonotonicInstant) {
+extension ThreadCondition where State == DeadlineQueue<TimerEntry> {
+    fileprivate func schedule(_ job: TimerEntry, at deadline: MonotonicInstant) {
         withLock { pending in
             let earlier = pending.earliest.map { deadline < $0 } ?? true
             pending.insert(job, at: deadline)
@@ -470,7 +574,7 @@ extension ThreadCondition where State == DeadlineQueue<QueuedJob> {
     }
 
     /// The jobs that are due, waiting until some are; nil once closed.
-    fileprivate func takeDue() -> [QueuedJob]? {
+    fileprivate func takeDue() -> [TimerEntry]? {
         waitHeld { pending in
             if pending.closed { return .done(nil) }
             let due = pending.removeDue(at: .now())

@@ -13,7 +13,7 @@
 // with a lock held.
 public import GNSSHat
 import GNSSProtocol
-import LinuxSystem
+public import LinuxSystem  // TimerThreadClock, the default clock
 import Signals
 
 /// Publishes a ``Receiver`` to an MQTT broker and lets consumers on other machines power it.
@@ -75,7 +75,7 @@ public final class MQTTBridge: Sendable {
     /// (a directory that cannot be made or written, another process holding it), ``MQTTError`` when
     /// libmosquitto refuses the settings.
     public init<C: Clock<Duration>>(
-        receiver: Receiver, configuration: MQTTBridgeConfiguration, clock: C = ContinuousClock()
+        receiver: Receiver, configuration: MQTTBridgeConfiguration, clock: C = TimerThreadClock()
     ) throws {
         self.receiver = receiver
         self.configuration = configuration
@@ -255,7 +255,7 @@ public final class MQTTBridge: Sendable {
             let sleep = sleep
             wait = { try await sleep(offset) }
         case let .continuous(instant):
-            wait = { try await ContinuousClock().sleep(until: instant, tolerance: nil) }
+            wait = { try await TimerThreadClock().sleep(until: instant, tolerance: nil) }
         }
         let now = now
         return Task { [weak self] in

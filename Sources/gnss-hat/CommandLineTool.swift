@@ -173,7 +173,7 @@ struct Interruption {
         while true {
             if arrived() { return true }
             if let limit, ContinuousClock.now - start >= limit { return false }
-            try? await Task.sleep(for: .milliseconds(100))
+            try? await TimerThreadClock().sleep(for: .milliseconds(100))
         }
     }
 }

@@ -57,7 +57,7 @@ enum MQTTCheckCommand: Subcommand {
         var subscribedAt: ContinuousClock.Instant?
         // The stream delivers as events come; a watchdog task ends the wait at the limits.
         let deadline = Task {
-            try? await Task.sleep(for: .seconds(10))
+            try? await TimerThreadClock().sleep(for: .seconds(10))
             client.stop()
         }
         defer { deadline.cancel() }
@@ -76,7 +76,7 @@ enum MQTTCheckCommand: Subcommand {
                 if let refusal { throw CommandFailure(.failure, "\(topics.demandFilter): \(refusal)") }
                 subscribedAt = .now
                 Task {
-                    try? await Task.sleep(for: .seconds(2))
+                    try? await TimerThreadClock().sleep(for: .seconds(2))
                     client.stop()
                 }
             case let .message(message):

@@ -33,7 +33,7 @@ enum PowerCommand: Subcommand {
         let board = try BoardChoice.load(arguments)
         // Signals first, so no thread the hardware starts (a simulated hat's) dies of SIGTERM.
         let interruption = try Interruption()
-        let hardware = try CommandHardware.providers().hardware(for: board, clock: ContinuousClock())
+        let hardware = try CommandHardware.providers().hardware(for: board, clock: TimerThreadClock())
         do {
             try await run(action, on: hardware, hold: hold, interruption: interruption)
         } catch {

@@ -29,7 +29,7 @@ enum SimulateCommand: Subcommand {
         }
         // Signals first, so no thread the hat starts dies of SIGTERM.
         let interruption = try Interruption()
-        let clock = ContinuousClock()
+        let clock = TimerThreadClock()
         let now = GNSSTime(nanosecondsSinceEpoch: WallClock.now())
         let hat = try SimulatedHat(board: board, clock: clock,
                                    settings: SimulatedReceiver.Settings(board: board, startTime: now))

@@ -96,7 +96,7 @@ enum TTFFCommand: Subcommand {
             let deadline = clock.now.offset + limit
             while clock.now.offset < deadline {
                 if condition() { return true }
-                try? await Task.sleep(for: .milliseconds(20))
+                try? await TimerThreadClock().sleep(for: .milliseconds(20))
             }
             return condition()
         }

@@ -137,7 +137,7 @@ final class WatchSession: Sendable {
             if interruption?.arrived() == true { break }
             if !demo, state.withLock({ $0.failure != nil }) { break }
             if !json { lines = render(replacing: lines) }
-            try? await Task.sleep(for: .milliseconds(json ? 100 : 250))
+            try? await TimerThreadClock().sleep(for: .milliseconds(json ? 100 : 250))
         }
         for client in tokens.withLock({ Array($0.keys) }) { leave(client) }
         observer.cancel()

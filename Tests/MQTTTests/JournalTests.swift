@@ -97,9 +97,12 @@ extension Optional {
     /// that never let go still fails the test.
     func reopen(_ state: String) throws -> Journal {
         for _ in 0..<200 {
+            // A catch-all with a cast, not `catch JournalError.locked`: that pattern around the
+            // typed-throws init crashes Swift 6.2.3's SIL verifier ("Found ownership error").
             do {
                 return try Journal(directory: state)
-            } catch JournalError.locked {
+            } catch {
+                guard case .locked = error else { throw error }
                 usleep(10_000)
             }
         }

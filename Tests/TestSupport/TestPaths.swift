@@ -30,23 +30,28 @@ public enum TestPaths {
     /// The `gnss-hat` executable built next to this test bundle (`swift build --build-tests` builds
     /// it), or `$GNSSHAT_BINARY`.
     public static func gnssHat() throws -> URL {
+        try builtExecutable("gnss-hat", override: "GNSSHAT_BINARY")
+    }
+
+    /// An executable of this package built next to this test bundle, or the path in `$override`.
+    public static func builtExecutable(_ name: String, override: String? = nil) throws -> URL {
         var candidates: [URL] = []
-        if let override = ProcessInfo.processInfo.environment["GNSSHAT_BINARY"] {
-            candidates.append(URL(fileURLWithPath: override))
+        if let override, let path = ProcessInfo.processInfo.environment[override] {
+            candidates.append(URL(fileURLWithPath: path))
         }
         for argument in [Bundle.main.executablePath, CommandLine.arguments.first].compactMap({ $0 }) {
             var directory = URL(fileURLWithPath: argument).deletingLastPathComponent()
             for _ in 0..<4 {
-                candidates.append(directory.appendingPathComponent("gnss-hat"))
+                candidates.append(directory.appendingPathComponent(name))
                 directory = directory.deletingLastPathComponent()
             }
         }
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/gnss-hat"))
+        candidates.append(packageRoot.appendingPathComponent(".build/debug/\(name)"))
         for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
             return candidate
         }
-        throw TestSetupError("gnss-hat executable not found next to the tests: run `swift build` first "
-            + "(or set GNSSHAT_BINARY); looked in \(candidates.map(\.path))")
+        throw TestSetupError("\(name) executable not found next to the tests: run `swift build` first"
+            + (override.map { " (or set \($0))" } ?? "") + "; looked in \(candidates.map(\.path))")
     }
 
     /// A Debian tool the test needs; a missing one fails the test with the package to install.

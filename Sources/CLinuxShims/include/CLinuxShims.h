@@ -75,4 +75,12 @@ struct cshim_chrony_sample {
 };
 #define CSHIM_CHRONY_SOCK_MAGIC 0x534f434b
 
+// Swift concurrency's global-executor hook (the runtime's `swift_task_enqueueGlobal_hook`,
+// swift/Runtime/ConcurrencyHooks.def), for toolchains without custom executor factories (Swift
+// 6.2): ThreadExecutors runs the jobs of tasks without an actor on threads of its own through it.
+/// Receives a job (a `swift::Job *`) for the global executor.
+typedef void (*cshim_job_sink)(void *job);
+/// Points the runtime's enqueueGlobal hook at a trampoline that hands each job to `sink`.
+void cshim_install_global_executor_hook(cshim_job_sink sink);
+
 #endif
