@@ -90,7 +90,7 @@ enum CommandLineTool {
         }
         lines.append("exit status:")
         for status in ExitStatus.allCases { lines.append("  \(status.rawValue)  \(status.meaning)") }
-        lines.append("'gnss-hat COMMAND --help' describes one command.")
+        lines.append("'gnss-hat COMMAND --help' describes one command; 'gnss-hat --version' prints the version.")
         return lines.joined(separator: "\n")
     }
 
@@ -101,6 +101,10 @@ enum CommandLineTool {
         }
         if ["-h", "--help", "help"].contains(name) {
             StandardStream.output.write(help + "\n")
+            return .ok
+        }
+        if ["-V", "--version"].contains(name) {
+            StandardStream.output.write("gnss-hat \(GNSSHatVersion.current)\n")
             return .ok
         }
         guard let command = commands.first(where: { $0.spec.name == name }) else {

@@ -1,5 +1,6 @@
 // The subcommands through the built binary: output, exit statuses, and the simulator board.
 import Foundation
+import GNSSHat
 import Testing
 import TestSupport
 
@@ -17,6 +18,14 @@ struct CommandTests {
         #expect(bad.status == 2 && bad.err.hasPrefix("gnss-hat: unknown command 'frobnicate'"))
         let none = try CommandRun.run([])
         #expect(none.status == 2 && none.out.isEmpty)
+    }
+
+    @Test("--version prints the package's version, one line")
+    func version() throws {
+        for flag in ["--version", "-V"] {
+            let run = try CommandRun.run([flag])
+            #expect(run.status == 0 && run.out == "gnss-hat \(GNSSHatVersion.current)\n" && run.err.isEmpty)
+        }
     }
 
     @Test("each subcommand answers --help on standard output", arguments: [
