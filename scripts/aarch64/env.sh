@@ -1,0 +1,35 @@
+# The aarch64 toolchain's paths and the way into its build root, sourced by the scripts that build or
+# test for the Raspberry Pi's CPU (scripts/setup-aarch64.sh makes what is named here).
+#   A64          .build/aarch64: everything below lives there
+#   A64_ROOT     a Debian sid (amd64) root with Debian's swiftlang: the Swift 6.2 cross compiler
+#   A64_SYSROOT  the arm64 sysroot: sid's -dev packages, the arm64 Swift runtime, libmosquitto.a
+#   A64_SDKS     the SwiftPM Swift SDK bundle for aarch64-unknown-linux-gnu (`--swift-sdk debian-aarch64`)
+#   a64_root CMD runs CMD (a shell command line) in the build root, as root, with /proc, /dev, a
+#                private /tmp and the package folder at its own path: nothing stays mounted after it
+# shellcheck shell=bash
+A64_PACKAGE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+A64=$A64_PACKAGE/.build/aarch64
+A64_ROOT=$A64/sid-amd64
+A64_SYSROOT=$A64/sysroot
+A64_RUNTIME=$A64/arm64-swift
+A64_SDKS=$A64/sdks
+A64_SDK=debian-aarch64
+A64_TRIPLE=aarch64-unknown-linux-gnu
+# The bookworm libgpiod 1.6 (v1 API) headers and archive, for the v1 build of the rig's binary.
+A64_GPIOD_V1=$A64/gpiod-v1
+
+a64_root() {
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    mkdir -p "$A64_ROOT$A64_PACKAGE"
+    # shellcheck disable=SC2016
+    "${sudo[@]}" unshare --mount --fork sh -c '
+        set -e
+        root=$1 package=$2 dir=$3; shift 3
+        mount -t proc proc "$root/proc"
+        mount --rbind /dev "$root/dev"
+        mount -t tmpfs tmpfs "$root/tmp"
+        mount --bind "$package" "$root$package"
+        exec chroot "$root" /bin/sh -c "cd \"\$0\" && $*" "$dir"
+    ' a64_root "$A64_ROOT" "$A64_PACKAGE" "$PWD" "$@"
+}
