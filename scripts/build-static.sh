@@ -1,47 +1,45 @@
 #!/usr/bin/env bash
 # Builds gnss-hat as one fully static executable (Swift runtime, libgpiod.a, libi2c.a,
 # libmosquitto.a with OpenSSL's libssl.a and libcrypto.a, and glibc linked in), checks it with
-# file and ldd, strips it and prints its size.
+# file (and ldd on this machine's architecture), strips it and prints its size.
 #
 # usage: scripts/build-static.sh [x86_64|aarch64]   (default: this machine's architecture)
 #   x86_64   swift build -c release --static-swift-stdlib -Xswiftc -static-executable, here
-#   aarch64  the same through a Swift static Linux SDK (musl), when `swift sdk list` shows one
+#   aarch64  the same with Debian's Swift 6.2 cross compiler and its arm64 static runtime, in the
+#            build root scripts/setup-aarch64.sh makes (run here, through the Swift SDK it writes);
+#            the binary runs here too, through the qemu-aarch64 that script registers
 # Output: .build/static/gnss-hat-ARCH (stripped) and gnss-hat-ARCH.unstripped beside it (a hard
-# link to the linker's output, with symbols, for profiles). Size limit: 15 MiB (see below).
+# link to the linker's output, with symbols, for profiles). Size limits: x86_64 15 MiB, aarch64
+# 16 MiB (see below).
 # Code layout: every function gets a section of its own (-function-sections) and lld places the
 # functions `gnss-hat serve` runs, listed in scripts/static/gnss-hat.order, together at the start of
 # the text (--symbol-ordering-file), instead of scattered over its 6.5 MB, each pulling its page
 # and the pages the kernel maps around it into the service's resident memory. Measured (serve, one
 # watching client): 5.7 MB resident instead of 7.6 with the binary in the page cache as 4 KiB pages,
 # 7.0 instead of 7.6 where the kernel holds it in large folios and maps them whole (Linux 6.18 here).
-# scripts/profile-order.sh makes the list.
-# Environment: GNSSHAT_STATIC_SCRATCH overrides the scratch path (default .build/static);
-# GNSSHAT_STATIC_ORDER=none links without the order (scripts/profile-order.sh profiles that build).
+# scripts/profile-order.sh makes the list (on x86_64; Swift's mangled names are the same on aarch64,
+# so the aarch64 build uses the same list).
+# Environment: GNSSHAT_STATIC_SCRATCH overrides the scratch path (default .build/static, and
+# .build/aarch64/static for aarch64); GNSSHAT_STATIC_ORDER=none links without the order
+# (scripts/profile-order.sh profiles that build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:-$(uname -m)}
-scratch=${GNSSHAT_STATIC_SCRATCH:-.build/static}
-limit=$((15 * 1024 * 1024))
+[ "$arch" = arm64 ] && arch=aarch64
+host=$(uname -m)
+if [ "$arch" = "$host" ]; then
+    scratch=${GNSSHAT_STATIC_SCRATCH:-.build/static}
+    limit=$((15 * 1024 * 1024))
+else
+    scratch=${GNSSHAT_STATIC_SCRATCH:-.build/aarch64/static}
+    limit=$((16 * 1024 * 1024))
+fi
 start=$SECONDS
 say() { printf 'build-static: %s\n' "$*"; }
 die() { printf 'build-static: %s\n' "$*" >&2; exit 1; }
 
-sdk_help() {
-    cat <<'HELP'
-To build for a Raspberry Pi (aarch64) install the Swift static Linux SDK matching the toolchain
-(`swift --version`) on this workstation, then run this script again:
-    swift sdk install https://download.swift.org/swift-6.3.1-release/static-sdk/swift-6.3.1-RELEASE/swift-6.3.1-RELEASE_static-linux-0.0.1.artifactbundle.tar.gz --checksum <sha256 from swift.org/install>
-    swift sdk list      # shows e.g. swift-6.3.1-RELEASE_static-linux-0.0.1
-The SDK links against musl and carries its own libgpiod/libi2c only if you add them: build libgpiod,
-i2c-tools' libi2c, libmosquitto and OpenSSL for aarch64-swift-linux-musl and pass their .a files
-through LIBRARY_PATH (the x86_64 libmosquitto.a in .build/mosquitto-static does not fit).
-Or build on the Pi itself (64-bit Raspberry Pi OS with Swift installed): scripts/build-static.sh.
-HELP
-}
-
-host=$(uname -m)
 . scripts/static/swift-flags.sh
-build_args=(-c release --product gnss-hat --scratch-path "$scratch" "${static_swift_flags[@]}")
+build_args=(-c release --product gnss-hat --scratch-path "$scratch")
 order=$static_order
 if [ "${GNSSHAT_STATIC_ORDER:-}" = none ]; then
     order=
@@ -52,43 +50,47 @@ else
     build_args+=("${static_order_flags[@]}")
 fi
 if [ "$arch" = "$host" ]; then
-    build_args+=(--static-swift-stdlib -Xswiftc -static-executable)
+    build_args+=("${static_swift_flags[@]}" --static-swift-stdlib -Xswiftc -static-executable)
     for lib in libgpiod.a libi2c.a libssl.a libcrypto.a; do
         [ -n "$(find /usr/lib /usr/local/lib -name "$lib" -print -quit 2>/dev/null)" ] ||
             die "$lib is missing (scripts/setup.sh installs libgpiod-dev, libi2c-dev and libssl-dev)"
     done
     [ -f "$static_mosquitto_prefix/lib/libmosquitto.a" ] ||
         die "$static_mosquitto_prefix/lib/libmosquitto.a is missing (scripts/setup.sh builds it)"
-elif [ "$arch" = aarch64 ] || [ "$arch" = arm64 ]; then
-    sdk=$(swift sdk list 2>/dev/null | grep -m1 static-linux || true)
-    if [ -z "$sdk" ]; then
-        printf 'build-static: no Swift static Linux SDK is installed (swift sdk list shows none).\n' >&2
-        sdk_help >&2
-        exit 1
-    fi
-    build_args+=(--swift-sdk aarch64-swift-linux-musl)
-    say "using the Swift SDK $sdk"
+    swift_build() { swift build "$@"; }
+    nm_tool=nm
+    strip_tool=strip
+elif [ "$arch" = aarch64 ]; then
+    scripts/setup-aarch64.sh | sed -n '/cross compiler/p'
+    . scripts/aarch64/env.sh
+    build_args+=("${a64_static_swift_flags[@]}")
+    swift_build() { a64_swift build "$@"; }
+    nm_tool=aarch64-linux-gnu-nm
+    strip_tool=aarch64-linux-gnu-strip
+    command -v "$strip_tool" >/dev/null || die "$strip_tool is missing (scripts/setup.sh installs binutils-aarch64-linux-gnu)"
 else
     die "unknown architecture '$arch' (x86_64 or aarch64)"
 fi
 
 mkdir -p "$scratch"
 log=$scratch/build.log
-bin=$(swift build "${build_args[@]}" --show-bin-path 2>/dev/null)/gnss-hat
+bin=$(swift_build "${build_args[@]}" --show-bin-path 2>/dev/null | tail -1)/gnss-hat
 # SwiftPM relinks when a flag changes, not when the order file behind the flag does.
 if [ -n "$order" ] && [ -e "$bin" ] && [ "$order" -nt "$bin" ]; then
     rm -f "$bin"
 fi
 say "swift build ${build_args[*]}"
-if ! swift build "${build_args[@]}" >"$log" 2>&1; then
+if ! swift_build "${build_args[@]}" >"$log" 2>&1; then
     grep -E 'error:' "$log" >&2 || tail -20 "$log" >&2
     die "the static build failed (see $log)"
 fi
 # The only accepted warnings are the linker's notes about glibc in a static executable: dlopen,
 # the NSS calls (getpwnam_r, getpwuid_r...) that FoundationEssentials carries for home directories
 # and that gnss-hat never makes, and mktemp.
+# (The aarch64 toolset hands lld's flag to every C compile as well, where clang finds it unused.)
 if grep 'warning:' "$log" | grep -v -e "in statically linked applications requires at runtime" \
-    -e "Using 'dlopen' in statically linked" -e "the use of \`mktemp' is dangerous" >&2; then
+    -e "Using 'dlopen' in statically linked" -e "the use of \`mktemp' is dangerous" \
+    -e "argument unused during compilation: '-fuse-ld=lld'" >&2; then
     die "the static build has warnings (see $log)"
 fi
 [ -x "$bin" ] || die "no binary at $bin"
@@ -105,26 +107,24 @@ if [ "$arch" = "$host" ]; then
         *"not a dynamic executable"*|*"statically linked"*) ;;
         *) die "ldd finds shared libraries: $ldd_out" ;;
     esac
-    # Full Foundation would bring ICU's data (tens of MB): only FoundationEssentials may be in.
-    # grep reads all of nm's output (no -q): an early exit would SIGPIPE nm and, under pipefail,
-    # turn a match into a silent pass.
-    if nm "$bin" 2>/dev/null | grep -e 'icudt' -e 'ucol_open' >/dev/null; then
-        die "the binary contains ICU: something imports Foundation instead of FoundationEssentials"
-    fi
+fi
+# Full Foundation would bring ICU's data (tens of MB): only FoundationEssentials may be in.
+# grep reads all of nm's output (no -q): an early exit would SIGPIPE nm and, under pipefail,
+# turn a match into a silent pass.
+if "$nm_tool" "$bin" 2>/dev/null | grep -e 'icudt' -e 'ucol_open' >/dev/null; then
+    die "the binary contains ICU: something imports Foundation instead of FoundationEssentials"
 fi
 out=$scratch/gnss-hat-$arch
 ln -f "$bin" "$out.unstripped"
 if [ -n "$order" ]; then
     listed=$(grep -c . "$order")
-    found=$( (nm --defined-only "$bin" 2>/dev/null || true) | awk '{ print $NF }' | LC_ALL=C sort -u |
+    found=$( ("$nm_tool" --defined-only "$bin" 2>/dev/null || true) | awk '{ print $NF }' | LC_ALL=C sort -u |
         LC_ALL=C comm -12 - <(LC_ALL=C sort -u "$order") | wc -l)
     say "code layout: $found of the $listed functions in $order placed first"
     if [ "$found" -lt $((listed * 8 / 10)) ]; then
         say "more than a fifth of the order is stale: run scripts/profile-order.sh to make it again"
     fi
 fi
-strip_tool=strip
-[ "$arch" != "$host" ] && command -v llvm-strip >/dev/null && strip_tool=llvm-strip
 "$strip_tool" -o "$out" "$bin"
 unstripped=$(stat -c %s "$bin")
 size=$(stat -c %s "$out")
@@ -136,6 +136,12 @@ say "built in $((SECONDS - start)) s"
 # algorithm in tables, so --gc-sections cannot drop the unused ones). mqtts:// needs TLS, so the
 # limit is 15 MiB instead of the 12 MB goal without MQTT. Nothing shipped imports Foundation or
 # FoundationEssentials (they added 6 MiB); going over the limit fails the build.
+# aarch64 (Debian's 6.2 runtime, sid's OpenSSL 3.6 with zstd and zlib): see scripts/setup-aarch64.sh.
 if [ "$size" -ge "$limit" ]; then
-    die "stripped size $size bytes is over the 15 MiB limit (did a shipped module import Foundation?)"
+    die "stripped size $size bytes is over the $((limit / 1048576)) MiB limit (did a shipped module import Foundation?)"
+fi
+# Whatever the scratch path, the packaging script finds the binary in .build/static.
+if [ "$(cd "$(dirname "$out")" && pwd)" != "$PWD/.build/static" ]; then
+    mkdir -p .build/static
+    ln -f "$out" ".build/static/gnss-hat-$arch"
 fi

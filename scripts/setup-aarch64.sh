@@ -9,7 +9,7 @@
 #      libi2c, OpenSSL, zlib, zstd), with an empty lib_Testing_Foundation.so (Debian ships none and
 #      every test bundle's link asks for it);
 #   4. libmosquitto.a for arm64, cross-built from sid's source package with the root's clang and lld;
-#   5. bookworm's libgpiod 1.6 for arm64 (the v1 API) in a prefix of its own;
+#   5. bookworm's libgpiod 1.6 for arm64 (the v1 API) in a prefix of its own inside the sysroot;
 #   6. a SwiftPM Swift SDK bundle for aarch64-unknown-linux-gnu (`--swift-sdk debian-aarch64`);
 #   7. sid's qemu-user (bookworm's qemu 7.2 lacks the TCGETS2 ioctl sid's glibc makes for tcgetattr),
 #      registered with binfmt_misc as `gnsshat-aarch64` (fix-binary, so it works in chroots too): an
@@ -202,7 +202,7 @@ if [ ! -f "$A64_GPIOD_V1/lib/pkgconfig/libgpiod.pc" ]; then
     done
     cp -a "$A64/gpiod-v1-root/usr/include/gpiod.h" "$A64_GPIOD_V1/include/"
     cp -a "$A64/gpiod-v1-root"/usr/lib/aarch64-linux-gnu/libgpiod.* "$A64_GPIOD_V1/lib/"
-    sed -e "s|^prefix=.*|prefix=$A64_GPIOD_V1|" -e "s|^libdir=.*|libdir=\${prefix}/lib|" \
+    sed -e "s|^prefix=.*|prefix=$A64_GPIOD_V1_PREFIX|" -e "s|^libdir=.*|libdir=\${prefix}/lib|" \
         -e "s|^includedir=.*|includedir=\${prefix}/include|" \
         "$A64/gpiod-v1-root/usr/lib/aarch64-linux-gnu/pkgconfig/libgpiod.pc" >"$A64_GPIOD_V1/lib/pkgconfig/libgpiod.pc"
     rm -rf "$A64/gpiod-v1-root"
