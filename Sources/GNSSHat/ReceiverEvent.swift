@@ -139,7 +139,7 @@ public struct ReceiverStatistics: Sendable, Hashable {
     public var bytesReceived = 0
     public var bytesSent = 0
     /// Times a UART's read loop slept through the middle of an epoch, and those after which the
-    /// epoch's end had already come (its reports waited; see README, "Fewer wake-ups").
+    /// epoch's end had already come (its reports waited; see docs/benchmarks.md, "Wake-ups per epoch").
     public var readPauses = 0
     public var readPausesOverslept = 0
     /// The UART speed the receiver answered at in the last session (nil for I2C).

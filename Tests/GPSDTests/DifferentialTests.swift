@@ -21,7 +21,7 @@ struct DifferentialCapture: Sendable, CustomStringConvertible {
     var description: String { file }
 }
 
-/// TPV fields known to differ, and why (the README's list of differences).
+/// TPV fields known to differ, and why (the list of differences in docs/protocols.md).
 let knownTPVDifferences: [String: String] = [
     "ept": "time error: gpsd's UBX driver takes it from NAV-TIMEUTC tAcc, ours from NAV-PVT",
     "epx": "error estimates: gpsd and ours apply the UERE model to DOPs from different sentences of the cycle",
@@ -133,7 +133,7 @@ struct DifferentialTests {
                     "\(capture.file): satellite sets agree in \(satellitesMatch)/\(skyCommon.count) epochs")
         }
 
-        // The table the README quotes: per field, epochs in agreement.
+        // The figures docs/protocols.md quotes: per field, epochs in agreement.
         let rows = tpvTable.sorted { $0.key < $1.key }.map { "TPV.\($0.key) \($0.value.agree)/\($0.value.total)" }
             + skyTable.sorted { $0.key < $1.key }.map { "SKY.\($0.key) \($0.value.agree)/\($0.value.total)" }
             + ["SKY.satellites(PRN,el,az) \(satellitesMatch)/\(skyCommon.count)"]

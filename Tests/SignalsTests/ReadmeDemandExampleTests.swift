@@ -2,11 +2,12 @@ import LinuxSystem
 import Signals
 import Testing
 
-// The README's demand example with a stand-in hat: if this stops compiling or working, the
-// README is wrong.
+// The README's signal examples with a stand-in hat, verbatim between the `README:` and `:README` marks: if this
+// stops compiling or working, the README is wrong (GNSSHatTests' `ReadmeVerbatimTests` checks the README shows them).
 
 private struct Fix: Sendable {
     var latitude: Double
+    var longitude = 0.0
 }
 
 /// A hat that records how it was asked to run.
@@ -14,6 +15,10 @@ private final class Hat: Sendable {
     private let state = Lock<(plans: [Duration?], onFix: (@Sendable (Fix) -> Void)?)>(([], nil))
 
     var plans: [Duration?] { state.withLock { $0.plans } }
+
+    func powerOn() async throws {
+        state.withLock { $0.plans.append(nil) }
+    }
 
     func powerOn(every interval: Duration?) async throws {
         state.withLock { $0.plans.append(interval) }
@@ -36,6 +41,22 @@ private final class Hat: Sendable {
     }
 }
 
+/// The count example: compiled, not run (its loop ends only with the signal).
+private func readmeCountExample(hat: Hat) async throws {
+    // README:
+    let fixes = RefCountedSignal<Fix>(configuration: .init(linger: .seconds(5))) { emitter in
+        try await hat.powerOn()                       // first subscriber: power on
+        hat.onFix { emitter.send($0) }                // every value goes to every subscriber
+    } stop: {
+        await hat.powerOff()                          // 5 s after the last one leaves: power off
+    }
+
+    for try await fix in fixes {                      // subscribed while the loop runs
+        print(fix.latitude, fix.longitude)
+    }
+    // :README
+}
+
 @Suite("README demand example", .timeLimit(.minutes(1)))
 struct ReadmeDemandExampleTests {
     @Test func theExampleReplansAsItSays() async throws {
@@ -43,6 +64,7 @@ struct ReadmeDemandExampleTests {
         let logged = Lock<[Fix]>([])
         @Sendable func log(_ fix: Fix) { logged.withLock { $0.append(fix) } }
 
+        // README:
         let fixes = DemandSignal<Fix, Duration>(demand: .minimum) { emitter, interval in
             try await hat.powerOn(every: interval)        // first subscriber: the aggregate of now
             hat.onFix { emitter.send($0) }
@@ -55,6 +77,7 @@ struct ReadmeDemandExampleTests {
         let logger = fixes.subscribe(demand: .seconds(600)) { fix in log(fix) }   // a DemandToken
         let watch = fixes.subscribe(demand: .seconds(60))                         // async, a DemandSubscription
         watch.setDemand(.seconds(1))                      // re-plans at once: fixes.demand == 1 s
+        // :README
 
         #expect(fixes.demand == .seconds(1))
         await fixes.waitForState(.running)
