@@ -87,10 +87,8 @@ fi
 # The only accepted warnings are the linker's notes about glibc in a static executable: dlopen,
 # the NSS calls (getpwnam_r, getpwuid_r...) that FoundationEssentials carries for home directories
 # and that gnss-hat never makes, and mktemp.
-# (The aarch64 toolset hands lld's flag to every C compile as well, where clang finds it unused.)
 if grep 'warning:' "$log" | grep -v -e "in statically linked applications requires at runtime" \
-    -e "Using 'dlopen' in statically linked" -e "the use of \`mktemp' is dangerous" \
-    -e "argument unused during compilation: '-fuse-ld=lld'" >&2; then
+    -e "Using 'dlopen' in statically linked" -e "the use of \`mktemp' is dangerous" >&2; then
     die "the static build has warnings (see $log)"
 fi
 [ -x "$bin" ] || die "no binary at $bin"

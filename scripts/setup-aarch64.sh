@@ -210,7 +210,8 @@ fi
 
 # 6. The Swift SDK bundle: the sysroot, the arm64 runtime, and the root's clang and lld.
 BUNDLE=$A64_SDKS/$A64_SDK.artifactbundle
-if [ ! -f "$BUNDLE/info.json" ] || [ "$(cat "$BUNDLE/VERSION" 2>/dev/null)" != "$root_deb_version" ]; then
+bundle_key="$root_deb_version $(sha256sum "$0" | cut -c1-12)"
+if [ ! -f "$BUNDLE/info.json" ] || [ "$(cat "$BUNDLE/VERSION" 2>/dev/null)" != "$bundle_key" ]; then
     say "writing the Swift SDK $A64_SDK"
     rm -rf "$BUNDLE"
     mkdir -p "$BUNDLE/$A64_SDK"
@@ -244,11 +245,10 @@ EOF
     "schemaVersion": "1.0",
     "rootPath": "/usr/libexec/swift/bin",
     "swiftCompiler": { "extraCLIOptions": ["-use-ld=lld"] },
-    "cCompiler": { "extraCLIOptions": ["-fuse-ld=lld"] },
     "linker": { "path": "ld.lld" }
 }
 EOF
-    echo "$root_deb_version" >"$BUNDLE/VERSION"
+    echo "$bundle_key" >"$BUNDLE/VERSION"
 fi
 # 7. qemu-user from sid, and its binfmt_misc registration.
 QEMU=$A64/qemu/qemu-aarch64

@@ -12,7 +12,7 @@ enum InfoCommand: Subcommand {
             Powers the receiver on (read-only: no configuration), finds its speed on a UART (the board's, then
             the common ones), asks for its version (u-blox MON-VER, MTK PMTK605), reports, and powers it off.
             On I2C an SMBus quick write (libi2c) first checks that the address answers.
-            example: gnss-hat info --board sparkfun-zed-f9p
+            example: gnss-hat info --board sparkfun-gps-rtk2
             """
     )
 

@@ -21,7 +21,8 @@ enum WatchCommand: Subcommand {
             .flag("no-configure", "leave the receiver's configuration alone (read-only)"),
             .value("every", "SECONDS", "a fix at least this often (1 to 86400), the receiver saving power in between"),
             .value("accuracy", "METRES", "with --every: a fix this accurate (gpsd's eph) ends each power-on"),
-            .value("state-dir", "DIR", "where the aiding state is kept (default: $XDG_STATE_HOME/gnss-hat)"),
+            .value("state-dir", "DIR", "where the aiding state is kept (default as serve: $STATE_DIRECTORY, "
+                + "/var/lib/gnss-hat for root, else $XDG_STATE_HOME/gnss-hat)"),
         ],
         details: """
             With --every the receiver follows a power plan (shown as "plan"): its own power save, or a
