@@ -292,7 +292,8 @@ def completion(top, commands, version):
                              f"            choices='{shell_words(words)}'\n"
                              f"            ;;\n")
     actions = {
-        "board": 'COMPREPLY=($(compgen -W "$(gnss-hat boards 2>/dev/null | awk \'/^[^ ]/ {print $1}\')" '
+        # A board's name (each once: `gnss-hat boards` lists shadowed boards again) or a board file.
+        "board": 'COMPREPLY=($(compgen -W "$(gnss-hat boards 2>/dev/null | awk \'/^[^ ]/ && !seen[$1]++ {print $1}\')" '
                  '-- "$cur")); _filedir json',
         "file": "_filedir",
         "directory": "_filedir -d",
