@@ -124,7 +124,7 @@ def synopsis(usage):
     words = usage.split(" ")
     command = [w for w in words[:2] if re.fullmatch(r"[a-z][a-z-]*", w)]
     rest = " ".join(words[len(command):])
-    rest = re.sub(r"([A-Z][A-Z:@\[\]]*[A-Z\]])", lambda m: f"\\fI{m.group(1)}\\fR", roff(rest))
+    rest = re.sub(r"\b([A-Z]{2,})\b", lambda m: f"\\fI{m.group(1)}\\fR", roff(rest))
     return f"\\fB{roff(' '.join(command))}\\fR {rest}\n"
 
 
