@@ -8,7 +8,7 @@
 #   RUN   a scratch folder (emptied first)
 #   DEB   the package
 # Installs DEB with dpkg -i, runs the program, checks the user, groups, state directory and unit
-# (systemd-analyze verify), installs it again (idempotent scripts), enables the unit as an owner
+# (systemd-analyze verify), installs it again with apt (idempotent scripts), enables the unit as an owner
 # would, removes and purges it, and checks that nothing it brought is left. Exits 1 at the first
 # failed check.
 set -euo pipefail
@@ -99,13 +99,16 @@ exposure=$(systemd-analyze security --root="$root" --offline=yes --no-pager gnss
     sed -n 's/^→ Overall exposure level for gnss-hat.service: //p')
 step "systemd-analyze verify: clean (a broken copy is caught); security exposure: ${exposure:-not shown}"
 
-# 5. Installing again runs the scripts again: the same user, nothing added twice.
+# 5. Installing again, the way the README tells Pi owners (apt install ./FILE), runs the scripts again:
+# the same user, nothing added twice. (Nothing to download: adduser is there, recommends are off.)
 passwd_before=$(in_root getent passwd gnss-hat; in_root getent group gpio i2c dialout gnss-hat)
-run_in_root dpkg -i /tmp/gnss-hat.deb
+run_in_root apt-get install --reinstall --no-install-recommends -y -q /tmp/gnss-hat.deb
+check "apt-get install --reinstall did not run the package's scripts: $output" contains "$output" \
+    "Setting up gnss-hat ($version)"
 passwd_after=$(in_root getent passwd gnss-hat; in_root getent group gpio i2c dialout gnss-hat)
 check "reinstalling changed the user or groups: '$passwd_before' -> '$passwd_after'" \
     [ "$passwd_before" = "$passwd_after" ]
-step "dpkg -i again: user and groups unchanged"
+step "apt install --reinstall ./gnss-hat.deb: user and groups unchanged"
 
 # 6. The owner enables the unit, edits the settings and keeps state; then removes the package.
 systemctl --root="$root" enable gnss-hat.service >/dev/null 2>&1 || fail "systemctl --root enable gnss-hat.service"
@@ -141,6 +144,9 @@ while IFS= read -r -d '' entry; do
     case $path in
         var/lib/dpkg/info/gnss-hat.*) ;;
         var/lib/dpkg | var/lib/dpkg/* | var/log/dpkg.log) continue ;;
+        var/cache/apt | var/cache/apt/* | var/lib/apt | var/lib/apt/* | var/log/apt | var/log/apt/*) continue ;;
+        # debconf's database, rewritten when apt preconfigures (the package has no templates).
+        var/cache/debconf/*.dat) continue ;;
         etc/passwd | etc/passwd- | etc/group | etc/group- | etc/shadow | etc/shadow- | etc/gshadow | etc/gshadow-)
             continue ;;
         # The locks of the shadow suite (lckpwdf) and of adduser (in /run, a tmpfs on a running system).
