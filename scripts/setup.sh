@@ -23,7 +23,10 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 # takes (dpkg-dev for `apt-get source`, cmake, libssl-dev for OpenSSL's headers and its
 # static libssl.a / libcrypto.a). paho-mqtt is Debian's (seen by /usr/bin/python3 only), not
 # pip's: the typical gpsd-to-MQTT bridge the benchmark runs beside ours is Debian's python3-gps
-# with paho-mqtt, and python3-gps exists only for Debian's python.
+# with paho-mqtt, and python3-gps exists only for Debian's python. The Debian packages
+# (scripts/package.sh, scripts/package-test.sh): lintian, debootstrap for the test roots, systemd for
+# systemd-analyze verify and systemctl --root (no running systemd needed), and bash-completion to
+# try the packaged completion.
 PACKAGES=(
     pkg-config gcc make file
     libgpiod-dev gpiod libi2c-dev i2c-tools
@@ -33,6 +36,7 @@ PACKAGES=(
     valgrind
     libmosquitto-dev mosquitto mosquitto-clients python3-paho-mqtt openssl
     dpkg-dev cmake libssl-dev
+    lintian debootstrap systemd bash-completion
 )
 
 missing=()
