@@ -1,3 +1,4 @@
+import Glibc
 import GNSSHatTesting
 @testable import Signals
 import Synchronization
@@ -109,7 +110,11 @@ struct SignalStressTests {
 
 /// Runs seeds `0..<count` through `run`, four at a time (two schedules per core keeps both cores
 /// busy with interleavings), and returns every violation found, each prefixed with its seed.
+/// `GNSSHAT_STRESS_SCALE` (a fraction; default 1) runs fewer seeds, at least 100: the aarch64 run
+/// under qemu-user (scripts/test-aarch64.sh), where each schedule costs some twenty times more.
 func runSchedules(_ count: Int, _ run: @escaping @Sendable (UInt64) async -> [String]) async -> [String] {
+    let scale = getenv("GNSSHAT_STRESS_SCALE").flatMap { Double(String(cString: $0)) } ?? 1
+    let count = scale >= 1 ? count : max(100, Int(Double(count) * max(scale, 0)))
     let shared = SharedProgress()
     await withTaskGroup(of: Void.self) { group in
         for _ in 0..<4 {
