@@ -82,10 +82,11 @@ public struct CasterURL: Sendable, Hashable, CustomStringConvertible {
         } else {
             port = usesTLS ? Self.defaultTLSPort : Self.defaultPort
         }
-        let mount = try Self.decoded(String(path.hasSuffix("/") ? path.dropLast() : path), in: text)
-        guard !mount.contains("/"), !mount.contains(where: { $0 == " " || $0 == "\r" || $0 == "\n" }) else {
+        let rawMount = path.hasSuffix("/") ? path.dropLast() : path
+        guard !rawMount.contains("/"), !rawMount.contains(where: { $0 == " " || $0 == "\r" || $0 == "\n" }) else {
             throw .invalidURL(text, reason: "a mountpoint is one name, without '/' or spaces")
         }
+        let mount = try Self.decoded(String(rawMount), in: text)
         mountpoint = mount.isEmpty ? nil : mount
     }
 

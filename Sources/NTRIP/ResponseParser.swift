@@ -148,7 +148,12 @@ public struct NTRIPResponseParser: Sendable {
                 if try skipICYPreamble() { continue }
                 return nil
             case .fields:
-                guard let line = try takeLine(statusLine: false) else { return try needMore("header") }
+                guard let line = try takeLine(statusLine: false) else {
+                    // str2str's 401 is its status line alone, then the close: the head is what came.
+                    guard closed else { return nil }
+                    start = buffer.count
+                    return .head(endOfHead())
+                }
                 if line.isEmpty { return .head(endOfHead()) }
                 try addField(line)
             case .untilClose:
@@ -265,7 +270,13 @@ public struct NTRIPResponseParser: Sendable {
                 return true
             }
             if byte == UInt8(ascii: ":") { colon = true }
-            if !Self.isLineByte(byte) || index - start >= limits.maxLineLength { return false }
+            if byte == UInt8(ascii: "\r") {
+                // Only as the CR of the line's CRLF.
+                guard index + 1 < buffer.count else { return nil }
+                guard buffer[index + 1] == UInt8(ascii: "\n") else { return false }
+            } else if !Self.isLineByte(byte) || index - start >= limits.maxLineLength {
+                return false
+            }
             index += 1
         }
         return nil
