@@ -142,8 +142,12 @@ struct AnswerReader: Sendable {
 
     /// A broken answer; a caster's own first line that speaks of a ban is a ban.
     static func failure(_ error: NTRIPResponseError) -> NTRIPError {
-        if case .unrecognisedStatusLine(let line) = error, line.lowercased().contains("ban") { return .banned(line) }
-        return .malformedAnswer(error)
+        switch error {
+        case .unrecognisedStatusLine(let line) where line.lowercased().contains("ban"): .banned(line)
+        // The caster closed in the middle of a chunk (it went away): no broken answer.
+        case .truncated: .closedByCaster
+        default: .malformedAnswer(error)
+        }
     }
 
     private static func contains(_ marker: [UInt8], in bytes: ArraySlice<UInt8>) -> Bool {

@@ -46,6 +46,34 @@ struct ClientRig {
         try await frames.wait(for: "\(count) frames") { $0.count >= count }
     }
 
+    /// Waits for the `skip + 1`-th streaming line (see ``waitForLine(containing:skip:)``).
+    @discardableResult
+    func waitForStreaming(skip: Int = 0) async throws -> String {
+        try await waitForLine(containing: "streaming RTCM", skip: skip)
+    }
+
+    /// Waits for the `skip + 1`-th line containing `text`. A peer that says it started before it listens
+    /// (str2str, gnssserver) refuses an attempt that comes too soon: each such refusal's back-off is
+    /// moved on the manual clock, at most five times.
+    @discardableResult
+    func waitForLine(containing text: String, skip: Int = 0) async throws -> String {
+        let refusedBefore = refusals
+        for extra in 0..<5 {
+            let items = try await reports.wait(for: "'\(text)' or a refused connect") { reports in
+                reports.filter { "\($0)".contains(text) }.count > skip
+                    || reports.filter { "\($0)".contains("connection refused") }.count > refusedBefore + extra
+            }
+            let matching = items.map { "\($0)" }.filter { $0.contains(text) }
+            if matching.count > skip { return matching[skip] }
+            guard case .backingOff(_, let retryAt) = client.status.phase else { continue }
+            clock.advance(to: .init(offset: retryAt))
+        }
+        throw TestSetupError("no '\(text)' after five refused connects: \(reports.lines)")
+    }
+
+    /// Failed attempts whose connect was refused.
+    var refusals: Int { reports.lines.filter { $0.contains("connection refused") }.count }
+
     /// The reports' lines that tell of a failed attempt.
     var failureLines: [String] { reports.lines.filter { $0.contains("failed:") } }
 }

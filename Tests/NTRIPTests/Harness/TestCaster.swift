@@ -168,11 +168,12 @@ final class TestCaster: @unchecked Sendable {
             let head = chunked
                 ? "HTTP/1.1 200 OK\r\nNtrip-Version: Ntrip/2.0\r\nContent-Type: gnss/data\r\nTransfer-Encoding: chunked\r\n\r\n"
                 : "ICY 200 OK\r\n"
-            writeAll(fd, Array(head.utf8))
+            // Registered before the answer goes out: a frame sent once the client has the answer reaches it.
             clients.withLock { $0[number] = Client(fd: fd, chunked: chunked, streaming: true) }
+            writeAll(fd, Array(head.utf8))
         case .virtualReferenceStation:
-            writeAll(fd, Array("HTTP/1.1 200 OK\r\nNtrip-Version: Ntrip/2.0\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
             clients.withLock { $0[number] = Client(fd: fd, chunked: true, streaming: false) }
+            writeAll(fd, Array("HTTP/1.1 200 OK\r\nNtrip-Version: Ntrip/2.0\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))
         }
         // The stream: every line the client sends (its GGA) is recorded; the first GGA starts a VRS stream.
         while let line = reader.line() {
