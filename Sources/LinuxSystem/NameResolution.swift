@@ -24,10 +24,11 @@ extension SocketAddress {
         var addresses: [SocketAddress] = []
         var entry = list
         while let current = entry {
-            if let address = current.pointee.ai_addr, current.pointee.ai_addrlen <= MemoryLayout<sockaddr_storage>.size {
+            let length = Int(current.pointee.ai_addrlen)
+            if let address = current.pointee.ai_addr, length <= MemoryLayout<sockaddr_storage>.size {
                 var storage = sockaddr_storage()
                 withUnsafeMutableBytes(of: &storage) { raw in
-                    raw.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(current.pointee.ai_addrlen)))
+                    raw.copyMemory(from: UnsafeRawBufferPointer(start: address, count: length))
                 }
                 if let parsed = SocketAddress.from(&storage), !addresses.contains(parsed) { addresses.append(parsed) }
             }

@@ -64,6 +64,8 @@ final class CasterLink: Sendable {
     /// Starts the link's thread (`pthread_create`), detached: ``ended()`` says when it is done.
     func start() throws(SystemError) {
         let thread = try LoopThread(name: "ntrip-link") { [self] in
+            // OpenSSL writes to the socket without MSG_NOSIGNAL: a caster gone is EPIPE, not SIGPIPE.
+            blockBrokenPipeOnCurrentThread()
             run()
             finish()
         }

@@ -18,7 +18,9 @@ public struct CasterURL: Sendable, Hashable, CustomStringConvertible {
     public static let defaultPort: UInt16 = 2101
     public static let defaultTLSPort: UInt16 = 443
 
-    public init(host: String, port: UInt16? = nil, user: String? = nil, mountpoint: String? = nil, usesTLS: Bool = false) {
+    public init(
+        host: String, port: UInt16? = nil, user: String? = nil, mountpoint: String? = nil, usesTLS: Bool = false
+    ) {
         self.host = host
         self.port = port ?? (usesTLS ? Self.defaultTLSPort : Self.defaultPort)
         self.user = user
@@ -60,7 +62,9 @@ public struct CasterURL: Sendable, Hashable, CustomStringConvertible {
         }
         var portText: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw .invalidURL(text, reason: "no ']' after the IPv6 address") }
+            guard let close = authority.firstIndex(of: "]") else {
+                throw .invalidURL(text, reason: "no ']' after the IPv6 address")
+            }
             host = String(authority[authority.index(after: authority.startIndex)..<close])
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {

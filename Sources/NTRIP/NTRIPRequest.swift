@@ -25,7 +25,8 @@ public enum NTRIPRequest {
         }
         lines.append("User-Agent: NTRIP gnss-hat/\(softwareVersion)")
         if let credentials {
-            lines.append("Authorization: Basic " + Base64.encode(Array("\(credentials.user):\(credentials.password)".utf8)))
+            let pair = Array("\(credentials.user):\(credentials.password)".utf8)
+            lines.append("Authorization: Basic " + Base64.encode(pair))
         }
         if version == .v2, let gga {
             // The sentence without its CRLF: a header value ends at the line's end.

@@ -369,7 +369,8 @@ public struct NTRIPResponseParser: Sendable {
 
     @inline(__always)
     static func isLetter(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+        let upper = byte & 0xDF  // ASCII letters differ from their capitals in bit 5 only
+        return upper >= UInt8(ascii: "A") && upper <= UInt8(ascii: "Z")
     }
 
     /// At most 80 bytes, non-printable ones as `\xHH`.

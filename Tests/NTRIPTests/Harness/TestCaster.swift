@@ -150,7 +150,8 @@ final class TestCaster: @unchecked Sendable {
         let answer = self.answer.withLock { $0 }
         switch answer {
         case _ where !authorised:
-            writeAll(fd, Array("HTTP/1.1 401 Unauthorized\r\nNtrip-Version: Ntrip/2.0\r\nWWW-Authenticate: Basic realm=\"/\"\r\nConnection: close\r\n\r\n".utf8))
+            writeAll(fd, Array(("HTTP/1.1 401 Unauthorized\r\nNtrip-Version: Ntrip/2.0\r\n"
+                + "WWW-Authenticate: Basic realm=\"/\"\r\nConnection: close\r\n\r\n").utf8))
             return
         case .banned:
             writeAll(fd, Array("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\nBanned: too many reconnects\r\n".utf8))
