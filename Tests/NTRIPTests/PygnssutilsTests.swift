@@ -21,10 +21,14 @@ struct PygnssutilsTests {
         let server = try Peer("gnssserver", executable: gnssserver, package: "pygnssutils (scripts/setup.sh)", [
             "--socket", "127.0.0.1:\(feed.port)", "--hostip", "127.0.0.1", "--outport", "\(port)",
             "--ntripmode", "1", "--ntripversion", "2.0", "--ntripuser", "rover", "--ntrippassword", "secret",
-            "--verbosity", "2",
+            "--verbosity", "2", "--timeout", "600",
         ])
         defer { server.stop() }
         let connection = try feed.accept()
+        // gnssserver's input waits for its first bytes before it starts its caster, and takes a read that
+        // times out (--timeout, 3 s by default) for the end of its input: a long time-out, and a first
+        // frame nobody receives (no client is connected yet) to start it.
+        connection.write(frames[0])
         // gnssserver says it starts its caster just before it binds the port: an attempt that comes
         // before the bind is refused, and the client's back-off (on the manual clock) tries again.
         try await server.output.line(containing: "Starting output thread, broadcasting on 127.0.0.1:\(port)")
@@ -34,7 +38,11 @@ struct PygnssutilsTests {
         #expect(streaming.contains("(HTTP/1.1 200 OKNtrip-Version: Ntrip/2.0, attempt "), "\(streaming)")
         for (index, frame) in frames.prefix(4).enumerated() {
             connection.write(frame)
-            try await rig.waitForFrames(index + 1)
+            do {
+                try await rig.waitForFrames(index + 1)
+            } catch {
+                throw TestSetupError("\(error); gnssserver printed \(server.output.lines)")
+            }
         }
         #expect(rig.frames.items.map { Array($0.bytes) } == Array(frames.prefix(4)))
         token.cancel()

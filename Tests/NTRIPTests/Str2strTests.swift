@@ -93,8 +93,9 @@ struct Str2strTests {
         #expect(line.hasSuffix("failed: the caster closed the connection; next attempt in 10 s"), "\(line)")
         caster = try await startStr2str(port: port)
         defer { caster.stop() }
+        let refusedBeforeRestart = rig.refusals
         rig.clock.advance(by: .seconds(10))
-        try await rig.waitForStreaming(skip: 1)
+        try await rig.waitForStreaming(skip: 1, refusedBefore: refusedBeforeRestart)
         try caster.write(frames[1])
         try await rig.waitForFrames(2)
         #expect(rig.frames.items.last?.messageNumber == 1077)

@@ -48,16 +48,16 @@ struct ClientRig {
 
     /// Waits for the `skip + 1`-th streaming line (see ``waitForLine(containing:skip:)``).
     @discardableResult
-    func waitForStreaming(skip: Int = 0) async throws -> String {
-        try await waitForLine(containing: "streaming RTCM", skip: skip)
+    func waitForStreaming(skip: Int = 0, refusedBefore: Int = 0) async throws -> String {
+        try await waitForLine(containing: "streaming RTCM", skip: skip, refusedBefore: refusedBefore)
     }
 
     /// Waits for the `skip + 1`-th line containing `text`. A peer that says it started before it listens
     /// (str2str, gnssserver) refuses an attempt that comes too soon: each such refusal's back-off is
-    /// moved on the manual clock, at most five times.
+    /// moved on the manual clock, at most five times. `refusedBefore`: the refusals before the action that
+    /// leads to the line (a fresh client's: none).
     @discardableResult
-    func waitForLine(containing text: String, skip: Int = 0) async throws -> String {
-        let refusedBefore = refusals
+    func waitForLine(containing text: String, skip: Int = 0, refusedBefore: Int = 0) async throws -> String {
         for extra in 0..<5 {
             let items = try await reports.wait(for: "'\(text)' or a refused connect") { reports in
                 reports.filter { "\($0)".contains(text) }.count > skip
