@@ -80,11 +80,10 @@ extension SocketConnection {
         if socket & CInt(POLLNVAL) != 0 {
             throw SocketError(FailedCall(call: "poll", device: device, errno: .badFileDescriptor))
         }
-        var readiness = SocketReadiness(
+        let readiness = SocketReadiness(
             readable: socket & CInt(POLLIN) != 0, writable: socket & CInt(POLLOUT) != 0,
             woken: waker & CInt(POLLIN) != 0, hungUp: socket & CInt(POLLHUP | POLLERR) != 0)
         if readiness.woken { wake.drain() }
-        if readiness.hungUp && !readable && !writable { readiness.readable = true }
         return readiness
     }
 }
