@@ -28,6 +28,8 @@ let package = Package(
         ),
         // The simulated receiver and hat behind the simulator boards (`hardware: .simulated`).
         .library(name: "GNSSHatSimulator", targets: ["GNSSHatSimulator"]),
+        // The NTRIP caster client: RTCM corrections as a signal (links OpenSSL).
+        .library(name: "GNSSHatNTRIP", targets: ["NTRIP"]),
         .library(name: "GNSSHatTesting", targets: ["GNSSHatTesting"]),
         .executable(name: "gnss-hat", targets: ["gnss-hat"]),
         .executable(name: "GNSSHatBench", targets: ["GNSSHatBench"]),
@@ -40,6 +42,8 @@ let package = Package(
         // libmosquitto, the MQTT client library (Debian ships it shared only: scripts/setup.sh builds the
         // static archive scripts/build-static.sh links).
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // OpenSSL's libssl and libcrypto, for NTRIP over TLS (the static build links -lssl -lcrypto).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // Libraries.
         .target(name: "Signals"),
@@ -61,6 +65,9 @@ let package = Package(
         .target(
             name: "MQTT", dependencies: ["CMosquitto", "GNSSHat", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals"]
         ),
+        // The NTRIP caster client over LinuxSystem's sockets and OpenSSL: RTCM frames as a signal. No
+        // hardware, no GNSSHat: the Receiver sees corrections only as a signal handed to it.
+        .target(name: "NTRIP", dependencies: ["COpenSSL", "GNSSProtocol", "LinuxSystem", "Signals"]),
         // The simulated receiver and hat, behind GNSSHat's hardware seam (GNSSHat never needs it).
         .target(
             name: "GNSSHatSimulator", dependencies: ["GNSSHat", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware"]
@@ -146,6 +153,12 @@ let package = Package(
                 "MQTT", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals",
                 "TestSupport",
             ]
+        ),
+        // Against real casters each test starts: RTKLIB's str2str, pygnssutils' gnssserver, and a caster
+        // of the tests' own (socat in front of it for TLS).
+        .testTarget(
+            name: "NTRIPTests",
+            dependencies: ["NTRIP", "GNSSProtocol", "GNSSHatTesting", "LinuxSystem", "Signals", "TestSupport"]
         ),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),

@@ -26,7 +26,8 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 # with paho-mqtt, and python3-gps exists only for Debian's python. The Debian packages
 # (scripts/package.sh, scripts/package-test.sh): lintian, debootstrap for the test roots, systemd for
 # systemd-analyze verify and systemctl --root (no running systemd needed), and bash-completion to
-# try the packaged completion.
+# try the packaged completion. NTRIP: RTKLIB's str2str (rtklib) as a caster and socat's OpenSSL
+# listener as a TLS front for the tests' own caster.
 PACKAGES=(
     pkg-config gcc make file
     libgpiod-dev gpiod libi2c-dev i2c-tools
@@ -37,6 +38,7 @@ PACKAGES=(
     libmosquitto-dev mosquitto mosquitto-clients python3-paho-mqtt openssl
     dpkg-dev cmake libssl-dev
     lintian debootstrap systemd bash-completion
+    rtklib socat
 )
 
 missing=()
@@ -53,17 +55,21 @@ else
     say "Debian packages present"
 fi
 
-# Python test oracles, pinned, in a virtual environment of Debian's python3.
+# Python test oracles and peers, pinned, in a virtual environment of Debian's python3: pygnssutils'
+# gnssserver is an NTRIP caster for the NTRIP tests (its dependencies pinned with it).
 VENV=$root/.build/venv
-PY_PACKAGES=(pyubx2==1.4.0 pynmeagps==1.1.8 pyrtcm==1.2.1)
+PY_PACKAGES=(pyubx2==1.4.0 pynmeagps==1.1.8 pyrtcm==1.2.1
+    pygnssutils==1.3.1 certifi==2026.10.19.post1 pyqgc==1.0.1 pysbf2==1.0.7 pyserial==3.5 pyspartn==1.1.1
+    pyubxutils==1.0.6 pyunigps==1.0.1)
 if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
     mkdir -p "$root/.build"
     /usr/bin/python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import pyubx2, pynmeagps' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import pyubx2, pynmeagps, pygnssutils' 2>/dev/null || [ ! -x "$VENV/bin/gnssserver" ]; then
     say "installing Python oracles: ${PY_PACKAGES[*]}"
-    "$VENV/bin/pip" install -q --cache-dir "$root/.build/pip-cache" "${PY_PACKAGES[@]}"
+    # python -m pip: a venv copied from another checkout keeps that checkout's path in bin/pip.
+    "$VENV/bin/python" -m pip install -q --cache-dir "$root/.build/pip-cache" "${PY_PACKAGES[@]}"
 else
     say "Python oracles present"
 fi

@@ -28,7 +28,8 @@ fi
 step "unit tests"
 # GNSSProtocol's differential tests have their own step below; GPSD's (real gpsd on the same
 # bytes, about 20 s) and MQTT's (each test starts its own Mosquitto broker; MQTTTests take 20 to
-# 50 s, most of it ServeBridgeTests, which run gnss-hat serve as a process) run here.
+# 50 s, most of it ServeBridgeTests, which run gnss-hat serve as a process) run here, and NTRIP's (about
+# 5 s: str2str, pygnssutils' gnssserver, the tests' own caster, socat for TLS, each started by its test).
 swift test --skip-build --skip 'GNSSProtocolTests.DifferentialTests'
 
 step "GNSSProtocol differential tests against pyubx2 and pynmeagps (10,000 messages per type, both ways)"
@@ -54,10 +55,10 @@ if grep -q 'warning:' .build/build-v2.log; then
 fi
 "${v2[@]}" swift test --skip-build --scratch-path .build/gpiod-v2 --filter PiHardwareTests
 
-step "the signal, the Receiver, the service and the MQTT client under ThreadSanitizer"
+step "the signal, the Receiver, the service, the MQTT and NTRIP clients under ThreadSanitizer"
 # TSan reports make the test process exit non-zero even when every test passed.
 swift test --sanitize=thread --scratch-path .build/tsan \
-    --filter 'SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|LinuxSystemTests.ThreadExecutorTests|LinuxSystemTests.InputWaitTests|PiHardwareTests.EdgeWaitTests'
+    --filter 'SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|NTRIPTests|LinuxSystemTests.ThreadExecutorTests|LinuxSystemTests.InputWaitTests|PiHardwareTests.EdgeWaitTests'
 
 step "static binary: build, then smoke-test it (decode against the debug build, watch on the simulator)"
 smoke_start=$SECONDS

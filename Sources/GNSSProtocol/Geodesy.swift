@@ -48,7 +48,7 @@ public enum WGS84 {
 
     /// Great-circle distance in metres between two positions (degrees) on a sphere of the semi-major
     /// axis's radius: gpsd's `earth_distance` uses a sphere too, and speeds derived from it must match.
-    static func sphericalDistance(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
+    public static func sphericalDistance(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
         let toRadians = Double.pi / 180
         let dLat = (lat2 - lat1) * toRadians
         let dLon = (lon2 - lon1) * toRadians

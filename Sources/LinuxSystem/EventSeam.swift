@@ -68,3 +68,18 @@ func system_set_thread_name(_ name: String) {
 public func nameCurrentThread(_ name: String) {
     system_set_thread_name(name)
 }
+
+/// Blocks `SIGPIPE` for the calling thread only (`pthread_sigmask`): a write by a C library that does
+/// not pass `MSG_NOSIGNAL` (OpenSSL's socket writes) to a peer that went away then fails with `EPIPE`
+/// instead of ending the process. The signal stays pending on this thread and goes with it.
+public func blockBrokenPipeOnCurrentThread() {
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGPIPE)
+    _ = system_pthread_sigmask(SIG_BLOCK, &set)
+}
+
+func system_pthread_sigmask(_ how: CInt, _ set: UnsafePointer<sigset_t>) -> CInt {
+    if let errno = seamEnter("pthread_sigmask", "SIGPIPE") { return errno.rawValue }
+    return Glibc.pthread_sigmask(how, set, nil)
+}

@@ -43,6 +43,8 @@ public enum SocketError: HardwareFault, Equatable {
     case outOfDescriptors(FailedCall)
     /// An address the parser cannot read, with the reason.
     case invalidAddress(String, reason: String)
+    /// A host name with no address (`getaddrinfo`), with the resolver's reason.
+    case unresolvedName(String, reason: String)
     /// The socket was closed by `close()`.
     case closed(device: String)
     /// Any other failed call.
@@ -67,7 +69,7 @@ public enum SocketError: HardwareFault, Equatable {
         case .addressInUse(let f), .permissionDenied(let f), .addressNotAvailable(let f), .connectionRefused(let f),
             .peerGone(let f), .outOfDescriptors(let f), .failed(let f):
             f
-        case .invalidAddress, .closed:
+        case .invalidAddress, .unresolvedName, .closed:
             nil
         }
     }
@@ -88,6 +90,7 @@ public enum SocketError: HardwareFault, Equatable {
         case .peerGone(let f): "peer went away: \(f)"
         case .outOfDescriptors(let f): "out of file descriptors: \(f)"
         case .invalidAddress(let text, let reason): "invalid address '\(text)': \(reason)"
+        case .unresolvedName(let host, let reason): "cannot resolve '\(host)': \(reason)"
         case .closed(let device): "\(device) is closed"
         case .failed(let f): "socket call failed: \(f)"
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 @testable import GPSD
 import GNSSHatTesting
 import LinuxSystem
@@ -242,24 +243,31 @@ final class LogLines: Sendable {
 }
 
 /// The descriptors this process holds on TCP sockets whose local port is `port` (the listener and the
-/// connections it accepted), found through `/proc/self/fd` and `/proc/net/tcp{,6}`. Other tests run in
-/// the same process, so counting all descriptors would count theirs too.
+/// connections it accepted): each socket descriptor of `/proc/self/fd` asked its address (`getsockname`).
+/// Other tests run in the same process, so counting all descriptors would count theirs too. (Reading
+/// `/proc/net/tcp` instead can miss an entry while other tests open and close sockets meanwhile.)
 func descriptorsOnLocalPort(_ port: UInt16) throws -> Int {
-    var inodes = Set<String>()
-    let hexPort = String(format: "%04X", port)
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = try String(contentsOfFile: table, encoding: .utf8)
-        for line in text.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: " ")
-            guard fields.count > 9, fields[1].hasSuffix(":" + hexPort) else { continue }
-            inodes.insert(String(fields[9]))
-        }
-    }
     var count = 0
-    for fd in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+    for name in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+        guard let fd = Int32(name),
+              let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"),
               target.hasPrefix("socket:[") else { continue }
-        if inodes.contains(String(target.dropFirst(8).dropLast())) { count += 1 }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+        }
+        guard named else { continue }
+        let local: UInt16? = switch Int32(storage.ss_family) {
+        case AF_INET: withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self)) }
+        case AF_INET6: withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self)) }
+        default: nil
+        }
+        var type: Int32 = 0
+        var typeLength = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &typeLength) == 0, type == Int32(SOCK_STREAM.rawValue)
+        else { continue }
+        if local == port { count += 1 }
     }
     return count
 }

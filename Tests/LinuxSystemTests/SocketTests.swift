@@ -385,6 +385,7 @@ func kind(_ error: SocketError) -> String {
     case .peerGone: "peerGone"
     case .outOfDescriptors: "outOfDescriptors"
     case .invalidAddress: "invalidAddress"
+    case .unresolvedName: "unresolvedName"
     case .closed: "closed"
     case .failed: "failed"
     }
