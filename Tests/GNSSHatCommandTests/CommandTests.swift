@@ -77,7 +77,7 @@ struct CommandTests {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-watch-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: state) }
         let result = try CommandRun.run([
-            "watch", "--json", "--every", "60", "--accuracy", "10", "--speed", "200", "--duration", "150",
+            "watch", "--json", "--every", "60", "--accuracy", "10", "--speed", simulatorSpeed(200), "--duration", "150",
             "--state-dir", state,
         ])
         #expect(result.status == 0, "\(result.err)")
@@ -143,7 +143,7 @@ struct CommandTests {
 
     @Test("ttff on a fast simulator: a cold and a hot start, the enable line inactive after each")
     func ttff() throws {
-        let result = try CommandRun.run(["ttff", "--speed", "50", "--off", "5", "--budget", "60", "--json"])
+        let result = try CommandRun.run(["ttff", "--speed", simulatorSpeed(50), "--off", "5", "--budget", "60", "--json"])
         #expect(result.status == 0, "\(result.out) \(result.err)")
         #expect(result.out.contains("\"passed\":true"))
         #expect(result.out.contains("enable line inactive after the last subscriber"))

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import CLinuxShims  // sockaddr_storage: Swift 6.2 attributes the struct to the module that included <sys/socket.h> first
 @testable import GPSD
 import GNSSHatTesting
 import LinuxSystem

@@ -80,3 +80,11 @@ public func captureBytes(_ url: URL) throws -> [UInt8] {
     }
     return Array(bytes[index...])
 }
+
+/// How fast a test may run a simulated receiver's clock: `speed` scaled by `GNSSHAT_SPEED_SCALE`
+/// (a fraction; default 1), at least 1. A simulator run `speed` times faster than real time needs a
+/// machine that keeps up; under emulation (scripts/test-aarch64.sh) the same test runs slower.
+public func simulatorSpeed(_ speed: Int) -> String {
+    let scale = ProcessInfo.processInfo.environment["GNSSHAT_SPEED_SCALE"].flatMap(Double.init) ?? 1
+    return String(max(1, Int((Double(speed) * min(max(scale, 0), 1)).rounded())))
+}
