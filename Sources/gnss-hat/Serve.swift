@@ -3,6 +3,7 @@
 
 import GNSSHat
 import GPSD
+import GPSDProtocol
 import LinuxSystem
 import MQTT
 
