@@ -549,9 +549,9 @@ extension MQTTBridge: ActivityReporting {
     /// Idle when the bridge has no event queued or being handled: a fix, an acknowledgement or a
     /// consumer's demand on its way to the machine (and so to a claim of the receiver) is work in
     /// progress that a driver of a manual clock must wait for (``HatDriver``'s `alsoWaitingFor`).
-    public var activity: Activity { inbox.activity }
+    package var activity: Activity { inbox.activity }
 
-    public func waitForActivity(after changes: UInt64) async {
+    package func waitForActivity(after changes: UInt64) async {
         await waiters.wait { self.inbox.activity.changes != changes }
     }
 }
