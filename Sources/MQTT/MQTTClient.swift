@@ -4,11 +4,10 @@
 // so a stop can end a back-off wait at once. libmosquitto runs single-threaded, under one lock: a
 // publish writes its packet on the caller's thread (no wake of the network thread per message),
 // and the network thread waits in `poll` for the broker's packets (PUBACKs, messages), a write the
-// socket could not take whole, and its timers. Callbacks copy what they were given, update the
+// socket could not take whole, and its timers (LinuxSystem's `ReadinessWaiter`). Callbacks copy what they were given, update the
 // state and queue an event, delivered in order after the lock is released, so no user code runs
 // under a lock.
 internal import CMosquitto
-internal import Glibc
 internal import LinuxSystem
 
 /// A QoS level this package publishes with.
@@ -159,7 +158,7 @@ final class ClientCore: @unchecked Sendable {
         var started = false
         var stopRequested = false
         var finished = false
-        var thread: pthread_t?
+        var thread: LoopThread?
         var connected = false
         var subscriptions: [(filter: String, qos: QoS)] = []
         /// QoS 1 publishes waiting for their PUBACK, by mid; QoS 0 mids whose callback has not come.
@@ -188,7 +187,7 @@ final class ClientCore: @unchecked Sendable {
     let state: Lock<State>
     private let library = Lock(Library())
     private let outbox: EventOutbox
-    private let waiter: SocketWaiter
+    private let waiter: ReadinessWaiter
     private let reference = ContinuousClock.now
 
     init(
@@ -198,7 +197,11 @@ final class ClientCore: @unchecked Sendable {
         _ = libraryInitialisation
         self.configuration = configuration
         outbox = EventOutbox(deliver: handler ?? { continuation.yield($0) }, finish: { continuation.finish() })
-        waiter = try SocketWaiter()
+        do throws(SystemError) {
+            waiter = try ReadinessWaiter()
+        } catch {
+            throw MQTTError(error.failedCall ?? FailedCall(call: "eventfd", device: "waker", errno: nil))
+        }
         state = Lock(State(policy: ReconnectPolicy(configuration: configuration.reconnect)))
         guard let handle = mosquitto_new(configuration.clientID, true, nil) else {
             throw MQTTError(call: "mosquitto_new", mosquittoCode: CInt(MOSQ_ERR_ERRNO.rawValue))
@@ -284,19 +287,12 @@ final class ClientCore: @unchecked Sendable {
             return state.started || state.stopRequested
         }
         guard !alreadyStarted else { return }
-        let box = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { argument in
-            // Named (a new thread takes its creator's name): `top -H` and the benchmarks tell it apart.
-            nameCurrentThread("gnss-mqtt")
-            let core = Unmanaged<ClientCore>.fromOpaque(argument!).takeRetainedValue()
-            core.runNetworkLoop()
-            return nil
-        }, box)
-        guard rc == 0 else {
-            Unmanaged<ClientCore>.fromOpaque(box).release()
-            errno = rc
-            throw MQTTError(call: "pthread_create", mosquittoCode: CInt(MOSQ_ERR_ERRNO.rawValue))
+        // Named (a new thread takes its creator's name): `top -H` and the benchmarks tell it apart.
+        let thread: LoopThread
+        do throws(SystemError) {
+            thread = try LoopThread(name: "gnss-mqtt") { self.runNetworkLoop() }
+        } catch {
+            throw MQTTError(error.failedCall ?? FailedCall(call: "pthread_create", device: "gnss-mqtt", errno: nil))
         }
         state.withLock { $0.thread = thread }
     }
@@ -356,7 +352,7 @@ final class ClientCore: @unchecked Sendable {
         waiter.wake()
         if let thread {
             state.withLock { $0.thread = nil }
-            pthread_join(thread, nil)
+            thread.join()
         } else if !started {
             finish()
         }
@@ -378,7 +374,7 @@ final class ClientCore: @unchecked Sendable {
             }
             if socket >= 0 {
                 // A second at most: libmosquitto's keep-alive is checked after every wait.
-                let readiness = waiter.wait(socket: socket, forWriting: wantsWrite, timeout: .seconds(1))
+                let readiness = waiter.wait(descriptor: socket, forWriting: wantsWrite, timeout: .seconds(1))
                 let rc = withLibrary { () -> CInt in serviceSocket(readiness) }
                 if rc != CInt(MOSQ_ERR_SUCCESS.rawValue) && rc != CInt(MOSQ_ERR_NO_CONN.rawValue) {
                     // An error that left the socket open (a keep-alive the broker missed): close it,
@@ -392,7 +388,7 @@ final class ClientCore: @unchecked Sendable {
                     state.withLock { $0.pendingActions += $0.policy.connectionLost(error, now: now) }
                 }
             } else {
-                _ = waiter.wait(socket: nil, forWriting: false, timeout: timer.map { $0.deadline - now })
+                _ = waiter.wait(descriptor: nil, forWriting: false, timeout: timer.map { $0.deadline - now })
             }
             actions = state.withLock { state in
                 var next = state.pendingActions
@@ -410,7 +406,7 @@ final class ClientCore: @unchecked Sendable {
     /// What `mosquitto_loop` does after its `select`, on what the wait found: reads (which also
     /// carries a TLS handshake on), writes what is queued, and checks the keep-alive. Returns the
     /// first failure.
-    private func serviceSocket(_ readiness: SocketReadiness) -> CInt {
+    private func serviceSocket(_ readiness: DescriptorReadiness) -> CInt {
         let success = CInt(MOSQ_ERR_SUCCESS.rawValue)
         // A writable socket during a TLS handshake that wants to write is the handshake's turn: the
         // read call carries it on (`mosquitto_loop_read` does while the handshake lasts).
@@ -462,7 +458,7 @@ final class ClientCore: @unchecked Sendable {
                 (mosquitto_socket(mosq), mosquitto_want_write(mosq))
             }
             guard socket >= 0 else { break }
-            let readiness = waiter.wait(socket: socket, forWriting: wantsWrite, timeout: .milliseconds(100))
+            let readiness = waiter.wait(descriptor: socket, forWriting: wantsWrite, timeout: .milliseconds(100))
             if withLibrary({ () -> CInt in serviceSocket(readiness) }) != CInt(MOSQ_ERR_SUCCESS.rawValue) { break }
         }
     }
