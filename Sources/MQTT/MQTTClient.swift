@@ -4,9 +4,9 @@
 // so a stop can end a back-off wait at once. libmosquitto runs single-threaded, under one lock: a
 // publish writes its packet on the caller's thread (no wake of the network thread per message),
 // and the network thread waits in `poll` for the broker's packets (PUBACKs, messages), a write the
-// socket could not take whole, and its timers (LinuxSystem's `ReadinessWaiter`). Callbacks copy what they were given, update the
-// state and queue an event, delivered in order after the lock is released, so no user code runs
-// under a lock.
+// socket could not take whole, and its timers (LinuxSystem's `ReadinessWaiter`). Callbacks copy
+// what they were given, update the state and queue an event, delivered in order after the lock is
+// released, so no user code runs under a lock.
 internal import CMosquitto
 internal import LinuxSystem
 
