@@ -9,6 +9,8 @@
 import GNSSHat
 import GNSSHatSimulator
 import GNSSProtocol
+// Glibc: `symlink` (the simulated UART at a stable path) and `getpid`, calls no product code makes;
+// the rig is test code, not under the seam.
 import Glibc
 import LinuxSystem
 import PiHardware
