@@ -11,6 +11,9 @@ step() { printf '\n=== test: %s (%ds)\n' "$*" $((SECONDS - start)); }
 step "setup"
 scripts/setup.sh
 
+step "function length: none over 80 lines outside the benchmarks"
+scripts/function-length.py || { echo "test: split the functions above (scripts/function-length.py)" >&2; exit 1; }
+
 step "build (debug, with tests)"
 # Progress shows as it builds; the build's own exit status is kept apart from the pipeline's.
 { swift build --build-tests 2>&1; echo $? >.build/build.status; } | tee .build/build.log |
