@@ -142,8 +142,8 @@ let package = Package(
         .testTarget(
             name: "GPSDTests",
             dependencies: [
-                "GPSD", "GPSDProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "LinuxSystem", "PiHardware",
-                "CLinuxShims", "TestSupport",
+                "GPSD", "GPSDProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "LinuxSystem",
+                "PiHardware", "CLinuxShims", "TestSupport",
             ]
         ),
         .testTarget(
