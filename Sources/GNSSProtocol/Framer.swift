@@ -188,6 +188,9 @@ public struct Framer: Sendable {
         cursor.nmeaScanned = 0
     }
 
+    // Not inlined into `next`: the scanners inlined into it make it large, and the loop runs faster
+    // as a call of its own (as it compiled before they were split out of it).
+    @inline(never)
     private static func scan(
         _ raw: UnsafeRawBufferPointer, _ cursor: inout Cursor, _ limits: Limits
     ) -> (kind: Frame.Kind, start: Int, end: Int)? {
