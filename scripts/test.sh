@@ -59,8 +59,9 @@ fi
 
 step "the signal, the Receiver, the service and the MQTT client under ThreadSanitizer"
 # TSan reports make the test process exit non-zero even when every test passed.
-swift test --sanitize=thread --scratch-path .build/tsan \
-    --filter 'SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|LinuxSystemTests.ThreadExecutorTests|LinuxSystemTests.InputWaitTests|PiHardwareTests.EdgeWaitTests'
+tsan_suites='SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|LinuxSystemTests.ThreadExecutorTests'
+tsan_suites+='|LinuxSystemTests.InputWaitTests|LinuxSystemTests.ReadinessWaiterTests|PiHardwareTests.EdgeWaitTests'
+swift test --sanitize=thread --scratch-path .build/tsan --filter "$tsan_suites"
 
 step "static binary: build, then smoke-test it (decode against the debug build, watch on the simulator)"
 smoke_start=$SECONDS
