@@ -22,17 +22,21 @@ let package = Package(
     name: "GNSSHat",
     platforms: [.macOS(.v15)],
     products: [
-        .library(
-            name: "GNSSHat",
-            targets: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware", "GPSD", "MQTT"]
-        ),
+        // The core: the signal, the protocols, the system and hardware calls, the boards and the Receiver.
+        // No libmosquitto, no OpenSSL: a user who wants the signal and the driver links only these.
+        .library(name: "GNSSHat", targets: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem", "PiHardware"]),
+        // The gpsd service over TCP and Unix sockets, and gpsd's JSON (GPSDProtocol: no sockets).
+        .library(name: "GNSSHatGPSD", targets: ["GPSD", "GPSDProtocol"]),
+        // The MQTT fleet bridge over libmosquitto; it writes gpsd's JSON with GPSDProtocol.
+        .library(name: "GNSSHatMQTT", targets: ["MQTT", "GPSDProtocol"]),
         // The simulated receiver and hat behind the simulator boards (`hardware: .simulated`).
         .library(name: "GNSSHatSimulator", targets: ["GNSSHatSimulator"]),
         // The NTRIP caster client: RTCM corrections as a signal (links OpenSSL).
         .library(name: "GNSSHatNTRIP", targets: ["NTRIP"]),
         .library(name: "GNSSHatTesting", targets: ["GNSSHatTesting"]),
         .executable(name: "gnss-hat", targets: ["gnss-hat"]),
-        .executable(name: "GNSSHatBench", targets: ["GNSSHatBench"]),
+        // GNSSHatBench is a target, not a product: scripts/bench.sh builds it (`--product` finds the
+        // executable targets of the root package too).
     ],
     targets: [
         // C interop only.
@@ -59,11 +63,15 @@ let package = Package(
             linkerSettings: gpiodV2 ? [.unsafeFlags(["-Xlinker", "-rpath", "-Xlinker", gpiodV2LibDir])] : []
         ),
         .target(name: "GNSSHat", dependencies: ["Signals", "GNSSProtocol", "LinuxSystem", "PiHardware"]),
+        // gpsd's JSON reports and client requests, written and read without sockets (no I/O at all).
+        .target(name: "GPSDProtocol", dependencies: ["GNSSProtocol"]),
         // The gpsd protocol over sockets: LinuxSystem's, never PiHardware (it touches no hardware).
-        .target(name: "GPSD", dependencies: ["GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem"]),
-        // The fleet path over libmosquitto; GPSD for the TPV and SKY JSON it publishes as the service writes it.
+        .target(name: "GPSD", dependencies: ["GPSDProtocol", "GNSSHat", "Signals", "GNSSProtocol", "LinuxSystem"]),
+        // The fleet path over libmosquitto; GPSDProtocol for the TPV and SKY JSON it publishes as the service
+        // writes it (GPSD's sibling: it never imports GPSD).
         .target(
-            name: "MQTT", dependencies: ["CMosquitto", "GNSSHat", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals"]
+            name: "MQTT",
+            dependencies: ["CMosquitto", "GNSSHat", "GNSSProtocol", "GPSDProtocol", "LinuxSystem", "Signals"]
         ),
         // The NTRIP caster client over LinuxSystem's sockets and OpenSSL: RTCM frames as a signal. No
         // hardware, no GNSSHat: the Receiver sees corrections only as a signal handed to it.
@@ -82,7 +90,8 @@ let package = Package(
         .executableTarget(
             name: "gnss-hat",
             dependencies: [
-                "GNSSHat", "GNSSHatSimulator", "GPSD", "MQTT", "GNSSProtocol", "Signals", "LinuxSystem", "PiHardware",
+                "GNSSHat", "GNSSHatSimulator", "GPSD", "GPSDProtocol", "MQTT", "GNSSProtocol", "Signals", "LinuxSystem",
+                "PiHardware",
             ]
         ),
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
@@ -99,8 +108,8 @@ let package = Package(
         .executableTarget(
             name: "GNSSHatBench",
             dependencies: [
-                "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GPSD", "CMallocCounter",
-                "LinuxSystem", "MQTT",
+                "Signals", "GNSSProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GPSD", "GPSDProtocol",
+                "CMallocCounter", "LinuxSystem", "MQTT",
             ]
         ),
 
@@ -110,7 +119,8 @@ let package = Package(
         // Tests: one target per module.
         .testTarget(name: "SignalsTests", dependencies: ["Signals", "GNSSHatTesting", "LinuxSystem"]),
         .testTarget(
-            name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSD", "TestSupport"], exclude: ["Oracles"]
+            name: "GNSSProtocolTests", dependencies: ["GNSSProtocol", "GPSDProtocol", "TestSupport"],
+            exclude: ["Oracles"]
         ),
         .testTarget(
             name: "LinuxSystemTests",
@@ -134,12 +144,13 @@ let package = Package(
             name: "GNSSHatSimulatorTests",
             dependencies: ["GNSSHatSimulator", "GNSSHat", "GNSSHatTesting", "GNSSProtocol", "LinuxSystem", "PiHardware"]
         ),
+        .testTarget(name: "GPSDProtocolTests", dependencies: ["GPSDProtocol", "GNSSProtocol"]),
         // CLinuxShims: the C declaration of chrony's sample, to check the layout GPSD spells out.
         .testTarget(
             name: "GPSDTests",
             dependencies: [
-                "GPSD", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "LinuxSystem", "PiHardware",
-                "CLinuxShims", "TestSupport",
+                "GPSD", "GPSDProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "LinuxSystem",
+                "PiHardware", "CLinuxShims", "TestSupport",
             ]
         ),
         .testTarget(
@@ -150,8 +161,8 @@ let package = Package(
         .testTarget(
             name: "MQTTTests",
             dependencies: [
-                "MQTT", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GNSSProtocol", "GPSD", "LinuxSystem", "Signals",
-                "TestSupport",
+                "MQTT", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GNSSProtocol", "GPSDProtocol", "LinuxSystem",
+                "Signals", "TestSupport",
             ]
         ),
         // Against real casters each test starts: RTKLIB's str2str, pygnssutils' gnssserver, and a caster

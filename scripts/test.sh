@@ -11,6 +11,9 @@ step() { printf '\n=== test: %s (%ds)\n' "$*" $((SECONDS - start)); }
 step "setup"
 scripts/setup.sh
 
+step "function length: none over 80 lines outside the benchmarks"
+scripts/function-length.py || { echo "test: split the functions above (scripts/function-length.py)" >&2; exit 1; }
+
 step "build (debug, with tests)"
 # Progress shows as it builds; the build's own exit status is kept apart from the pipeline's.
 { swift build --build-tests 2>&1; echo $? >.build/build.status; } | tee .build/build.log |
@@ -57,8 +60,9 @@ fi
 
 step "the signal, the Receiver, the service, the MQTT and NTRIP clients under ThreadSanitizer"
 # TSan reports make the test process exit non-zero even when every test passed.
-swift test --sanitize=thread --scratch-path .build/tsan \
-    --filter 'SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|NTRIPTests|LinuxSystemTests.ThreadExecutorTests|LinuxSystemTests.InputWaitTests|PiHardwareTests.EdgeWaitTests'
+tsan_suites='SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|NTRIPTests|LinuxSystemTests.ThreadExecutorTests'
+tsan_suites+='|LinuxSystemTests.InputWaitTests|LinuxSystemTests.ReadinessWaiterTests|PiHardwareTests.EdgeWaitTests'
+swift test --sanitize=thread --scratch-path .build/tsan --filter "$tsan_suites"
 
 step "static binary: build, then smoke-test it (decode against the debug build, watch on the simulator)"
 smoke_start=$SECONDS

@@ -13,6 +13,7 @@
 #endif
 #include <unistd.h>
 #include <stdio.h>
+#include <sys/file.h>
 
 // Swift reads these structs through the imported headers; the asserts pin the layouts the
 // kernel ABI (x86-64, arm64, armhf) expects, so a header mix-up fails the build, not a transfer.
@@ -46,6 +47,10 @@ unsigned long cshim_request_PPS_GETPARAMS(void) { return PPS_GETPARAMS; }
 unsigned long cshim_request_PPS_SETPARAMS(void) { return PPS_SETPARAMS; }
 unsigned long cshim_request_PPS_GETCAP(void) { return PPS_GETCAP; }
 unsigned long cshim_request_PPS_FETCH(void) { return PPS_FETCH; }
+
+int cshim_flock(int fd, int operation) {
+    return flock(fd, operation);
+}
 
 int cshim_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
     return accept4(fd, addr, len, flags);

@@ -207,7 +207,7 @@ public final class Receiver: ActivityReporting {
     /// start or stop hook is the session's sequence, so it works only when the sequence does; a
     /// derived signal's start that waits for the base to run waits with it. `changes` counts the
     /// session's changes and the signals' transitions.
-    public var activity: Activity {
+    package var activity: Activity {
         let work = session.clock.work
         let tree = progressTree
         let changes = tree.all.reduce(work.changes) { $0 &+ $1.changes }
@@ -264,7 +264,7 @@ public final class Receiver: ActivityReporting {
     /// Suspends until `activity.changes` is no longer `changes` (at once if it is not): a change of
     /// the session's work or a transition of one of the signals. Returns early when the task is
     /// cancelled.
-    public func waitForActivity(after changes: UInt64) async {
+    package func waitForActivity(after changes: UInt64) async {
         let work = session.clock.work
         let views = scheduledViews.withLock { Array($0.values) }
         let tree = progressTree(views: views)

@@ -7,7 +7,7 @@
 import CMallocCounter
 import Foundation
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 
 enum DecodeBenchmark {
     static let environment = ProcessInfo.processInfo.environment

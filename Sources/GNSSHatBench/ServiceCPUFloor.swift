@@ -18,7 +18,7 @@
 
 import Foundation
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 import LinuxSystem
 
 enum ServiceCPUFloor {
@@ -109,7 +109,7 @@ enum ServiceCPUFloor {
     }
 
     /// The decoding floor: the epochs decoded by GNSSProtocol's `GNSSDecoder` (provisional fixes on, as
-    /// `--early-position` has them) and their reports written by GPSD's `GPSDReport`, what ours's service
+    /// `--early-position` has them) and their reports written by GPSDProtocol's `GPSDReport`, what ours's service
     /// runs, without its session, signals, pacer or client queues. A provisional fix's TPV goes out at
     /// once, then the thread sleeps `endAfter` from the read that brought it; an epoch's TPV and SKY go out
     /// in one send as it ends.

@@ -40,12 +40,12 @@ public final class HatTraffic: ActivityReporting {
     }
 
     /// Whether nothing is in flight, with the count of changes of the counts.
-    public var activity: Activity {
+    package var activity: Activity {
         state.withLock { Activity(isIdle: $0.isSettled, changes: $0.changes) }
     }
 
     /// Suspends until the counts change from `changes`, or until the task is cancelled.
-    public func waitForActivity(after changes: UInt64) async {
+    package func waitForActivity(after changes: UInt64) async {
         await waiters.wait { state.withLock { $0.changes } != changes }
     }
 

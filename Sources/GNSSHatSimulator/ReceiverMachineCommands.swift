@@ -59,18 +59,7 @@ extension ReceiverMachine {
             send(version.frame, now: now, output: &output)
         case .cfgValSet(let valset):
             commands.append("CFG-VALSET")
-            let powerSaveKeys = valset.items.contains { Self.isPowerSaveKey($0.key) }
-            // A CFG-VALSET is applied whole or not at all: one refused key refuses it.
-            guard protocolVersion >= 27, !(powerSaveKeys && refusePowerSave) else {
-                if !ignoreConfiguration { send(UBXAck(.cfgVALSET).nakFrame, now: now, output: &output) }
-                return
-            }
-            let applied = !rejectConfiguration && !ignoreConfiguration
-            if applied {
-                for item in valset.items { apply(item) }
-            }
-            acknowledge(.cfgVALSET, now: now, output: &output)
-            if applied, powerSaveKeys { applyPowerSaveKeys(now: now) }
+            handleValSet(valset, now: now, output: &output)
         case .cfgNavX5(let navx5):
             commands.append("CFG-NAVX5")
             if !rejectConfiguration && !ignoreConfiguration, navx5.mask1 & UBXCfgNavX5.applyAckAiding != 0 {
@@ -112,30 +101,56 @@ extension ReceiverMachine {
             acknowledge(.cfgPRT, now: now, output: &output)
         case .cfgRst(let rst):
             commands.append("CFG-RST \(rst.resetMode)")
-            switch rst.resetMode {
-            case 0x08:
-                if mode == .acquiring || mode == .tracking || mode == .powerSave { enter(.gnssStopped, now: now) }
-            case 0x09:
-                if mode == .gnssStopped { resume(now: now) }
-            default:
-                if rst.navBbrMask == 0xFFFF {
-                    ephemerisUntil = nil
-                    almanac = false
-                }
-                boot(now: now)
-            }
+            handleReset(rst, now: now)
         case .rxmPMREQ(let request):
             commands.append("RXM-PMREQ")
-            guard request.flags & UBXRxmPmReq.flagBackup != 0 else { return }
-            backupWake = request.wakeupSources ?? [.uartRX, .extint0]
-            backupUntil = request.duration > 0 ? now + .milliseconds(Int(request.duration)) : nil
-            enter(.backup, now: now)
+            handlePowerRequest(request, now: now)
         case .other(let id, _) where id.messageClass == UBX.Class.cfg:
             commands.append("\(id)")
             send(UBXAck(id).nakFrame, now: now, output: &output)
         default:
             return
         }
+    }
+
+    /// CFG-VALSET: applied whole or not at all, acknowledged or refused.
+    mutating func handleValSet(_ valset: UBXCfgValSet, now: Duration, output: inout ReceiverOutput) {
+        let powerSaveKeys = valset.items.contains { Self.isPowerSaveKey($0.key) }
+        // A CFG-VALSET is applied whole or not at all: one refused key refuses it.
+        guard protocolVersion >= 27, !(powerSaveKeys && refusePowerSave) else {
+            if !ignoreConfiguration { send(UBXAck(.cfgVALSET).nakFrame, now: now, output: &output) }
+            return
+        }
+        let applied = !rejectConfiguration && !ignoreConfiguration
+        if applied {
+            for item in valset.items { apply(item) }
+        }
+        acknowledge(.cfgVALSET, now: now, output: &output)
+        if applied, powerSaveKeys { applyPowerSaveKeys(now: now) }
+    }
+
+    /// CFG-RST: GNSS stop (0x08) or start (0x09), else a restart (a cold one when it clears everything).
+    mutating func handleReset(_ rst: UBXCfgRst, now: Duration) {
+        switch rst.resetMode {
+        case 0x08:
+            if mode == .acquiring || mode == .tracking || mode == .powerSave { enter(.gnssStopped, now: now) }
+        case 0x09:
+            if mode == .gnssStopped { resume(now: now) }
+        default:
+            if rst.navBbrMask == 0xFFFF {
+                ephemerisUntil = nil
+                almanac = false
+            }
+            boot(now: now)
+        }
+    }
+
+    /// RXM-PMREQ: into backup, for its duration or until a wake source sees traffic.
+    mutating func handlePowerRequest(_ request: UBXRxmPmReq, now: Duration) {
+        guard request.flags & UBXRxmPmReq.flagBackup != 0 else { return }
+        backupWake = request.wakeupSources ?? [.uartRX, .extint0]
+        backupUntil = request.duration > 0 ? now + .milliseconds(Int(request.duration)) : nil
+        enter(.backup, now: now)
     }
 
     mutating func apply(_ item: UBXConfigItem) {

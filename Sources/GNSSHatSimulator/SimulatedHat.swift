@@ -185,9 +185,9 @@ public final class SimulatedHat: ReceiverHardware, ActivityReporting {
 
     /// Idle when nothing is in flight (the traffic's activity): the hat itself only passes bytes
     /// and edges on, its receiver on a `.driven` timing acts only when its driver ticks it.
-    public var activity: Activity { traffic.activity }
+    package var activity: Activity { traffic.activity }
 
-    public func waitForActivity(after changes: UInt64) async {
+    package func waitForActivity(after changes: UInt64) async {
         await traffic.waitForActivity(after: changes)
     }
 

@@ -24,8 +24,8 @@ import Signals
 ///   waited for.
 ///
 /// A part outside these (a task of the test's own sleeping on the clock and doing more than one
-/// step when woken) is not seen: give it to ``run(limit:_:)`` instead, or make it report its
-/// activity and pass it in `alsoWaitingFor`.
+/// step when woken) is not seen: give it to ``run(limit:_:)`` instead. (Parts of this package that
+/// report their activity, such as the MQTT bridge, are passed in `alsoWaitingFor`.)
 public final class HatDriver: Sendable {
     public let clock: ManualClock
     public let hat: SimulatedHat
@@ -42,11 +42,15 @@ public final class HatDriver: Sendable {
         public var description: String { "the operation did not finish within \(limit) of simulated time" }
     }
 
-    /// A driver of `clock` for `hat` (made with `.driven` timing), waiting for `receiver` and for
-    /// the parts in `alsoWaitingFor` (components of the caller's that report their activity).
-    public init(
-        hat: SimulatedHat, clock: ManualClock, receiver: Receiver? = nil,
-        alsoWaitingFor others: [any ActivityReporting] = []
+    /// A driver of `clock` for `hat` (made with `.driven` timing), waiting for `receiver`.
+    public convenience init(hat: SimulatedHat, clock: ManualClock, receiver: Receiver? = nil) {
+        self.init(hat: hat, clock: clock, receiver: receiver, alsoWaitingFor: [])
+    }
+
+    /// A driver that also waits for the parts in `alsoWaitingFor` (components that report their
+    /// activity: the package's own, such as the MQTT bridge; the interface is not public).
+    package init(
+        hat: SimulatedHat, clock: ManualClock, receiver: Receiver?, alsoWaitingFor others: [any ActivityReporting]
     ) {
         self.hat = hat
         self.clock = clock
@@ -75,7 +79,7 @@ public final class HatDriver: Sendable {
     }
 
     /// Each part's activity as it reads now, by name (for a test's diagnostics).
-    public var activity: [String: Activity] {
+    package var activity: [String: Activity] {
         var activity = ["hat": hat.activity, "clock": clock.activity, "operations": operations.activity]
         activity["receiver"] = receiver?.activity
         for (index, part) in others.enumerated() { activity["part \(index)"] = part.activity }

@@ -132,11 +132,11 @@ public final class ManualClock: Clock, ActivityReporting {
     }
 
     /// Idle when every sleeper it resumed has taken its wake-up.
-    public var activity: Activity {
+    package var activity: Activity {
         state.withLock { Activity(isIdle: $0.woken.isEmpty, changes: $0.changes) }
     }
 
-    public func waitForActivity(after changes: UInt64) async {
+    package func waitForActivity(after changes: UInt64) async {
         await activityWaiters.wait { state.withLock { $0.changes } != changes }
     }
 

@@ -188,6 +188,9 @@ public struct Framer: Sendable {
         cursor.nmeaScanned = 0
     }
 
+    // Not inlined into `next`: the scanners inlined into it make it large, and the loop runs faster
+    // as a call of its own (as it compiled before they were split out of it).
+    @inline(never)
     private static func scan(
         _ raw: UnsafeRawBufferPointer, _ cursor: inout Cursor, _ limits: Limits
     ) -> (kind: Frame.Kind, start: Int, end: Int)? {
@@ -214,82 +217,28 @@ public struct Framer: Sendable {
                 }
 
             case ubxSync1:
-                if available < 2 {
-                    // At the end of the stream a partial frame can never complete: rescan what it covers.
-                    guard cursor.finished else { return nil }
-                    discard(1, &cursor)
+                switch scanUBX(raw, &cursor, limits) {
+                case .frame(let end):
+                    cursor.head = end
+                    cursor.statistics.ubxFrames += 1
+                    return (.ubx, head, end)
+                case .needMore:
+                    return nil
+                case .rejected:
                     continue
                 }
-                guard raw[head + 1] == ubxSync2 else {
-                    discard(1, &cursor)
-                    continue
-                }
-                if available < 6 {
-                    // At the end of the stream a partial frame can never complete: rescan what it covers.
-                    guard cursor.finished else { return nil }
-                    discard(1, &cursor)
-                    continue
-                }
-                let messageClass = raw[head + 2]
-                let messageID = raw[head + 3]
-                let length = Int(raw[head + 4]) | Int(raw[head + 5]) << 8
-                guard length <= limits.maxUBXPayload,
-                    UBX.isPlausible(messageClass: messageClass, id: messageID, length: length)
-                else {
-                    cursor.statistics.impossibleLengths += 1
-                    discard(1, &cursor)
-                    continue
-                }
-                let total = length + 8
-                if available < total {
-                    // At the end of the stream a partial frame can never complete: rescan what it covers.
-                    guard cursor.finished else { return nil }
-                    discard(1, &cursor)
-                    continue
-                }
-                let sum = ubxChecksum(UnsafeRawBufferPointer(rebasing: raw[head + 2..<head + 6 + length]))
-                guard sum.a == raw[head + 6 + length], sum.b == raw[head + 7 + length] else {
-                    cursor.statistics.checksumFailures += 1
-                    discard(1, &cursor)
-                    continue
-                }
-                cursor.head = head + total
-                cursor.statistics.ubxFrames += 1
-                return (.ubx, head, head + total)
 
             case rtcm3Preamble:
-                if available < 3 {
-                    // At the end of the stream a partial frame can never complete: rescan what it covers.
-                    guard cursor.finished else { return nil }
-                    discard(1, &cursor)
+                switch scanRTCM3(raw, &cursor) {
+                case .frame(let end):
+                    cursor.head = end
+                    cursor.statistics.rtcm3Frames += 1
+                    return (.rtcm3, head, end)
+                case .needMore:
+                    return nil
+                case .rejected:
                     continue
                 }
-                // Six reserved bits must be zero; a message number needs at least 12 bits.
-                let length = Int(raw[head + 1] & 0x03) << 8 | Int(raw[head + 2])
-                guard raw[head + 1] & 0xFC == 0, length >= 2 else {
-                    if raw[head + 1] & 0xFC == 0 { cursor.statistics.impossibleLengths += 1 }
-                    discard(1, &cursor)
-                    continue
-                }
-                let total = length + 6
-                if available < total {
-                    // At the end of the stream a partial frame can never complete: rescan what it covers.
-                    guard cursor.finished else { return nil }
-                    discard(1, &cursor)
-                    continue
-                }
-                let crc = CRC24Q.checksum(UnsafeRawBufferPointer(rebasing: raw[head..<head + 3 + length]))
-                let sent =
-                    UInt32(raw[head + 3 + length]) << 16 | UInt32(raw[head + 4 + length]) << 8
-                    | UInt32(raw[head + 5 + length])
-                guard crc == sent else {
-                    cursor.statistics.checksumFailures += 1
-                    discard(1, &cursor)
-                    continue
-                }
-                cursor.head = head + total
-                cursor.statistics.rtcm3Frames += 1
-                return (.rtcm3, head, head + total)
 
             case filler:
                 var index = head + 1
@@ -307,14 +256,84 @@ public struct Framer: Sendable {
         return nil
     }
 
-    private enum NMEAScan {
+    /// What a scan of the frame at the cursor's head found: a frame up to `end`, too few bytes yet, or
+    /// no frame (the bytes it rules out already discarded).
+    private enum FrameScan {
         case frame(end: Int)
         case needMore
         case rejected
     }
 
+    /// Checks the UBX frame starting at `cursor.head` (sync, plausible class, id and length, checksum).
+    @inline(__always)
+    private static func scanUBX(_ raw: UnsafeRawBufferPointer, _ cursor: inout Cursor, _ limits: Limits) -> FrameScan {
+        let head = cursor.head
+        let available = cursor.tail - head
+        if available < 2 { return partial(&cursor) }
+        guard raw[head + 1] == ubxSync2 else {
+            discard(1, &cursor)
+            return .rejected
+        }
+        if available < 6 { return partial(&cursor) }
+        let messageClass = raw[head + 2]
+        let messageID = raw[head + 3]
+        let length = Int(raw[head + 4]) | Int(raw[head + 5]) << 8
+        guard length <= limits.maxUBXPayload,
+            UBX.isPlausible(messageClass: messageClass, id: messageID, length: length)
+        else {
+            cursor.statistics.impossibleLengths += 1
+            discard(1, &cursor)
+            return .rejected
+        }
+        let total = length + 8
+        if available < total { return partial(&cursor) }
+        let sum = ubxChecksum(UnsafeRawBufferPointer(rebasing: raw[head + 2..<head + 6 + length]))
+        guard sum.a == raw[head + 6 + length], sum.b == raw[head + 7 + length] else {
+            cursor.statistics.checksumFailures += 1
+            discard(1, &cursor)
+            return .rejected
+        }
+        return .frame(end: head + total)
+    }
+
+    /// Checks the RTCM 3 frame starting at `cursor.head` (reserved bits, length, CRC-24Q).
+    @inline(__always)
+    private static func scanRTCM3(_ raw: UnsafeRawBufferPointer, _ cursor: inout Cursor) -> FrameScan {
+        let head = cursor.head
+        let available = cursor.tail - head
+        if available < 3 { return partial(&cursor) }
+        // Six reserved bits must be zero; a message number needs at least 12 bits.
+        let length = Int(raw[head + 1] & 0x03) << 8 | Int(raw[head + 2])
+        guard raw[head + 1] & 0xFC == 0, length >= 2 else {
+            if raw[head + 1] & 0xFC == 0 { cursor.statistics.impossibleLengths += 1 }
+            discard(1, &cursor)
+            return .rejected
+        }
+        let total = length + 6
+        if available < total { return partial(&cursor) }
+        let crc = CRC24Q.checksum(UnsafeRawBufferPointer(rebasing: raw[head..<head + 3 + length]))
+        let sent =
+            UInt32(raw[head + 3 + length]) << 16 | UInt32(raw[head + 4 + length]) << 8
+            | UInt32(raw[head + 5 + length])
+        guard crc == sent else {
+            cursor.statistics.checksumFailures += 1
+            discard(1, &cursor)
+            return .rejected
+        }
+        return .frame(end: head + total)
+    }
+
+    /// A frame not complete yet: more bytes may complete it, but at the end of the stream it never will,
+    /// so its first byte is dropped and what it covers scanned again.
+    @inline(__always)
+    private static func partial(_ cursor: inout Cursor) -> FrameScan {
+        guard cursor.finished else { return .needMore }
+        discard(1, &cursor)
+        return .rejected
+    }
+
     /// Scans the sentence starting at `cursor.head`, resuming where the last call stopped.
-    private static func scanNMEA(_ raw: UnsafeRawBufferPointer, _ cursor: inout Cursor, _ limits: Limits) -> NMEAScan {
+    private static func scanNMEA(_ raw: UnsafeRawBufferPointer, _ cursor: inout Cursor, _ limits: Limits) -> FrameScan {
         let head = cursor.head
         var index = cursor.nmeaScanned > 0 ? head + cursor.nmeaScanned : head + 1
         var xor = cursor.nmeaScanned > 0 ? cursor.nmeaXor : 0

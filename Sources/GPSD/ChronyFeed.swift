@@ -2,6 +2,7 @@
 // `sock_sample` datagram. The feed holds a subscription of the source, so the receiver stays on
 // while a chrony socket is configured.
 
+import GPSDProtocol
 import LinuxSystem
 import Signals
 

@@ -3,6 +3,7 @@
 // send); replies and notices come from the loop thread. Whatever the socket does not take waits in
 // the bounded queue until the loop sees the socket writable.
 
+import GPSDProtocol
 import LinuxSystem
 import Signals
 

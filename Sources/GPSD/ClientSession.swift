@@ -2,6 +2,8 @@
 // decision out; events in, the lines this client's policy asks for out. The server owns the socket
 // and the subscription and does what this says.
 
+import GPSDProtocol
+
 /// What the server knows that a reply needs.
 struct ServiceView {
     var device: GPSDDevice

@@ -2,6 +2,7 @@
 // a client, a report or a signal needs it. Reports arrive on the source's thread and reach the loop
 // through an inbox and an eventfd; nothing else crosses threads.
 
+import GPSDProtocol
 public import LinuxSystem
 import Signals
 

@@ -8,6 +8,7 @@
 
 public import GNSSHat
 import GNSSProtocol
+public import GPSDProtocol
 import LinuxSystem
 import Signals
 

@@ -1,6 +1,7 @@
 // The event loop of a GPSDServer: accepting, reading requests, replies, notices and writability run
 // on the loop's thread; reports are written by the source's thread through each client's channel.
 
+import GPSDProtocol
 import LinuxSystem
 import Signals
 

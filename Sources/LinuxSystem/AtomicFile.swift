@@ -49,7 +49,22 @@ extension FileSystem {
     public static func createDirectory(_ path: String, permissions: UInt32 = 0o700) throws(FileError) {
         switch retryingInterrupts("mkdir", path, { system_mkdir(path, permissions) }) {
         case .success: return
-        case .failure(let failure) where failure.errno?.rawValue == EEXIST: return
+        case .failure(let failure) where failure.errno == .fileExists: return
+        case .failure(let failure): throw FileError(failure)
+        }
+    }
+
+    /// Creates the directory `path` and every missing parent, each with `permissions` (`mkdir`, from
+    /// the deepest existing parent down); directories that exist already are fine.
+    public static func createDirectories(_ path: String, permissions: UInt32 = 0o700) throws(FileError) {
+        switch retryingInterrupts("mkdir", path, { system_mkdir(path, permissions) }) {
+        case .success: return
+        case .failure(let failure) where failure.errno == .fileExists: return
+        case .failure(let failure) where failure.errno == .noSuchFileOrDirectory:
+            let parent = directory(of: path)
+            guard parent != path, parent != ".", parent != "/" else { throw FileError(failure) }
+            try createDirectories(parent, permissions: permissions)
+            try createDirectory(path, permissions: permissions)
         case .failure(let failure): throw FileError(failure)
         }
     }
@@ -72,7 +87,7 @@ extension FileSystem {
     }
 
     /// Makes a rename in the directory of `path` durable: `open` of the directory, `fsync`, `close`.
-    private static func syncDirectory(containing path: String) throws(FileError) {
+    static func syncDirectory(containing path: String) throws(FileError) {
         let directory = directory(of: path)
         let fd: CInt
         switch retryingInterrupts("open", directory, { system_open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
@@ -84,9 +99,16 @@ extension FileSystem {
     }
 
     /// `write` until every byte is written (`EINTR` retried; a write of nothing counts as `EIO`).
-    private static func writeAll(_ fd: CInt, _ bytes: [UInt8], path: String) throws(FileError) {
-        var offset = 0
-        while offset < bytes.count {
+    static func writeAll(_ fd: CInt, _ bytes: [UInt8], path: String) throws(FileError) {
+        var written = 0
+        try writeAll(fd, bytes, path: path, written: &written)
+    }
+
+    /// As ``writeAll(_:_:path:)``, counting in `written` the bytes written before a failure.
+    static func writeAll(_ fd: CInt, _ bytes: [UInt8], path: String, written: inout Int) throws(FileError) {
+        written = 0
+        while written < bytes.count {
+            let offset = written
             let result = bytes.withUnsafeBytes { raw in
                 retryingInterrupts("write", path) {
                     system_write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset, path)
@@ -94,13 +116,13 @@ extension FileSystem {
             }
             switch result {
             case .success(0): throw FileError(FailedCall(call: "write", device: path, errno: .ioError))
-            case .success(let count): offset += count
+            case .success(let count): written += count
             case .failure(let failure): throw FileError(failure)
             }
         }
     }
 
-    private static func check(_ result: Result<CInt, FailedCall>) throws(FileError) {
+    static func check<T>(_ result: Result<T, FailedCall>) throws(FileError) {
         if case .failure(let failure) = result { throw FileError(failure) }
     }
 }

@@ -58,6 +58,10 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
     public static let shutDown = Errno(rawValue: ESHUTDOWN)
     /// `EPROTO`: protocol error (I2C: a malformed transfer on the wire).
     public static let protocolError = Errno(rawValue: EPROTO)
+    /// `EEXIST`: the file exists (`mkdir` of a directory that is there).
+    public static let fileExists = Errno(rawValue: EEXIST)
+    /// `ENOSPC`: no space left on the device (a write, or an `fsync` that had to allocate).
+    public static let noSpaceLeft = Errno(rawValue: ENOSPC)
 
     /// The C constant's name, e.g. `EREMOTEIO`, or `errno N` for a code not listed here.
     public var name: String {
@@ -84,6 +88,8 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
         case EREMOTEIO: "EREMOTEIO"
         case ESHUTDOWN: "ESHUTDOWN"
         case EPROTO: "EPROTO"
+        case EEXIST: "EEXIST"
+        case ENOSPC: "ENOSPC"
         default: "errno \(rawValue)"
         }
     }

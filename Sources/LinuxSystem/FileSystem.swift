@@ -18,17 +18,19 @@ public enum FileSystem {
         access(path, F_OK) == 0
     }
 
-    /// The whole content of the file at `path` (`open`, `read` until the end, `close`).
-    public static func contents(of path: String) throws(FileError) -> [UInt8] {
+    /// The whole content of the file at `path` (`open`, `read` until the end, `close`), or its first
+    /// `limit` bytes when it is longer.
+    public static func contents(of path: String, upTo limit: Int = .max) throws(FileError) -> [UInt8] {
         let file = try InputFile(path: path)
         defer { file.close() }
         var content: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
+        while content.count < limit {
             let count = try file.read(into: &chunk)
             if count == 0 { return content }
-            content += chunk[..<count]
+            content += chunk[..<min(count, limit - content.count)]
         }
+        return content
     }
 
     /// The names in `directory` but `.` and `..`, sorted (`opendir`, `readdir`, `closedir`).

@@ -49,6 +49,9 @@ package final class SeamMock: Sendable {
     /// Stands in for a read-only `adjtimex`: what the kernel would report, or nil to let the real call
     /// run. (Its failures are injected with ``fail(_:with:times:)`` like any call's.)
     package typealias AdjtimexHandler = @Sendable () -> KernelClockReading?
+    /// Shortens a `write` of `count` bytes to `device`: the most bytes the real call may take this time
+    /// (a short write, as a filling disk gives before `ENOSPC`), or nil to let it take them all.
+    package typealias WriteHandler = @Sendable (_ device: String, _ count: Int) -> Int?
 
     private struct State {
         var failures: [SystemCall: [Errno]] = [:]
@@ -56,6 +59,7 @@ package final class SeamMock: Sendable {
         var open: OpenHandler?
         var ioctl: IoctlHandler?
         var adjtimex: AdjtimexHandler?
+        var write: WriteHandler?
     }
 
     @TaskLocal package static var current: SeamMock?
@@ -64,13 +68,24 @@ package final class SeamMock: Sendable {
 
     private let state = Lock(State())
 
-    package init(open: OpenHandler? = nil, ioctl: IoctlHandler? = nil, adjtimex: AdjtimexHandler? = nil) {
+    package init(
+        open: OpenHandler? = nil, ioctl: IoctlHandler? = nil, adjtimex: AdjtimexHandler? = nil,
+        write: WriteHandler? = nil
+    ) {
         Self.anyMade.store(true, ordering: .relaxed)
         state.withLock {
             $0.open = open
             $0.ioctl = ioctl
             $0.adjtimex = adjtimex
+            $0.write = write
         }
+    }
+
+    /// The mock installed for the calling task, if any. An object whose calls come later from threads
+    /// the task-local does not reach (a file the MQTT bridge appends to on the receiver's thread and
+    /// on libmosquitto's) takes it when made and makes each call under it (``withSeamMock(_:_:)``).
+    package static var inForce: SeamMock? {
+        anyMade.load(ordering: .relaxed) ? current : nil
     }
 
     /// The next `times` calls of `call` fail with `errno` before reaching the system.
@@ -103,6 +118,15 @@ package final class SeamMock: Sendable {
     fileprivate var openHandler: OpenHandler? { state.withLock { $0.open } }
     fileprivate var ioctlHandler: IoctlHandler? { state.withLock { $0.ioctl } }
     fileprivate var adjtimexHandler: AdjtimexHandler? { state.withLock { $0.adjtimex } }
+    fileprivate var writeHandler: WriteHandler? { state.withLock { $0.write } }
+}
+
+/// Runs `body` with `mock` installed, as the task that made an object had it (``SeamMock/inForce``);
+/// with no mock, just runs it.
+@inline(__always)
+package func withSeamMock<T, E: Error>(_ mock: SeamMock?, _ body: () throws(E) -> T) throws(E) -> T {
+    guard let mock else { return try body() }
+    return try SeamMock.$current.withValue(mock) { Result { () throws(E) -> T in try body() } }.get()
 }
 
 /// Records the call and returns an injected error, if a test installed one.
@@ -181,7 +205,48 @@ package func system_read(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count
 
 package func system_write(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int, _ device: String) -> Int {
     if let errno = seamEnter("write", device) { return fail(errno) }
+    if let handler = SeamMock.current?.writeHandler, let most = handler(device, count) {
+        return Glibc.write(fd, buffer, min(count, max(most, 0)))
+    }
     return Glibc.write(fd, buffer, count)
+}
+
+/// `pread`: reads at `offset` without moving the file position.
+package func system_pread(
+    _ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int, _ offset: Int64, _ device: String
+) -> Int {
+    if let errno = seamEnter("pread", device) { return fail(errno) }
+    return Glibc.pread(fd, buffer, count, off_t(offset))
+}
+
+/// `lseek`: moves the file position; returns the new one.
+package func system_lseek(_ fd: CInt, _ offset: Int64, _ whence: CInt, _ device: String) -> Int64 {
+    if let errno = seamEnter("lseek", device) { return fail(errno) }
+    return Int64(Glibc.lseek(fd, off_t(offset), whence))
+}
+
+/// `flock`: takes or drops an advisory lock on the whole file.
+package func system_flock(_ fd: CInt, _ operation: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("flock", device) { return fail(errno) }
+    return cshim_flock(fd, operation)
+}
+
+/// `ftruncate`: cuts (or extends) the file to `length` bytes.
+package func system_ftruncate(_ fd: CInt, _ length: Int64, _ device: String) -> CInt {
+    if let errno = seamEnter("ftruncate", device) { return fail(errno) }
+    return Glibc.ftruncate(fd, off_t(length))
+}
+
+/// `fdatasync`: flushes a file's data (and the metadata needed to read it back) to the storage device.
+package func system_fdatasync(_ fd: CInt, _ device: String) -> CInt {
+    if let errno = seamEnter("fdatasync", device) { return fail(errno) }
+    return Glibc.fdatasync(fd)
+}
+
+/// `gethostname`: the machine's host name into `buffer` (NUL-terminated when it fits).
+func system_gethostname(_ buffer: UnsafeMutablePointer<CChar>, _ count: Int) -> CInt {
+    if let errno = seamEnter("gethostname", "host") { return fail(errno) }
+    return Glibc.gethostname(buffer, count)
 }
 
 func system_poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeoutMS: CInt, _ device: String) -> CInt {

@@ -65,6 +65,9 @@ public struct MQTTBridgeStatistics: Sendable, Equatable {
     public var journalDropped = 0
     /// Records the broker refused (its ACL), dropped.
     public var refused = 0
+    /// Messages of fixes the journal could not take (its file failed): published at once when
+    /// connected, lost when not.
+    public var unjournaled = 0
     /// The stop finished.
     public var stopped = false
 

@@ -12,7 +12,10 @@
 // before `append` returns, so a message the caller was told is journaled survives a power loss; with
 // ``Journal/SyncPolicy/explicit`` the caller decides when (``Journal/sync()``), trading the last
 // moments before a cut for fewer flash writes. Removals are never synced on their own: a removal
-// lost in a cut only means the message is sent once more (at least once, as QoS 1 promises).
+// lost in a cut only means the message is sent once more (at least once, as QoS 1 promises). A
+// removal the file refuses (a full or failing disk) is reported, and the message leaves the pending
+// ones all the same: the file keeps it until the next rewrite, so only a restart before then sends
+// it once more.
 internal import GNSSProtocol
 
 /// One message in the journal, with the sequence number it got when appended (increasing).
@@ -129,7 +132,8 @@ public final class Journal {
     }
 
     /// The broker acknowledged `sequence`: it leaves the journal. Returns false for a sequence that is
-    /// not pending (acknowledged before, or dropped by the bounds while in flight).
+    /// not pending (acknowledged before, or dropped by the bounds while in flight). Throws when the file
+    /// could not take the removal (or a compaction failed); the message has left ``pending`` all the same.
     @discardableResult
     public func acknowledge(_ sequence: UInt64) throws(JournalError) -> Bool {
         guard let index = index(of: sequence) else { return false }
@@ -157,6 +161,9 @@ public final class Journal {
     /// Bytes in the file now (pending records, plus removals and removed records until a compaction).
     public var fileSize: Int { fileBytes }
 
+    /// Whether `sequence` is pending (appended and not yet acknowledged or dropped).
+    public func isPending(_ sequence: UInt64) -> Bool { index(of: sequence) != nil }
+
     // MARK: - Internals
 
     private func index(of sequence: UInt64) -> Int? {
@@ -170,21 +177,22 @@ public final class Journal {
         return low < pending.count && pending[low].sequence == sequence ? low : nil
     }
 
+    /// Takes the record at `index` out of the pending ones, then writes its removal; when the file
+    /// refuses the removal, the record is out all the same (see the file's comment).
     private func remove(at index: Int) throws(JournalError) {
-        let record = pending[index]
+        let record = pending.remove(at: index)
+        pendingBytes -= JournalCodec.encodedSize(of: record.message)
         let bytes = JournalCodec.encode(sequence: record.sequence, kind: .removal)
         try storage.append(bytes)
         fileBytes += bytes.count
-        pending.remove(at: index)
-        pendingBytes -= JournalCodec.encodedSize(of: record.message)
     }
 
     private func dropBeyondLimits(adding size: Int, records: Int) throws(JournalError) {
         while !pending.isEmpty
             && (pending.count + records > limits.maximumRecords || pendingBytes + size > limits.maximumBytes)
         {
-            try remove(at: 0)
             droppedByLimits += 1
+            try remove(at: 0)
         }
     }
 

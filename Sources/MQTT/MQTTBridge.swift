@@ -439,20 +439,7 @@ private final class BridgeRun: @unchecked Sendable {
                 }
             }
         case let .acknowledge(sequence, refused):
-            let topic = refused == nil ? nil : journal.pending.first { $0.sequence == sequence }?.message.topic
-            do {
-                if try journal.acknowledge(sequence) {
-                    if let refused, let topic {
-                        statistics.refused += 1
-                        followUps.append(.journalRecordRefused(topic: topic, refused))
-                    } else {
-                        statistics.acknowledged += 1
-                    }
-                }
-                journalSucceeded()
-            } catch {
-                journalFailed(error)
-            }
+            acknowledge(sequence, refused: refused, followUps: &followUps)
         case .syncJournal:
             do {
                 try journal.sync()
@@ -482,6 +469,25 @@ private final class BridgeRun: @unchecked Sendable {
         }
     }
 
+    /// Takes an acknowledged (or refused) record out of the journal and counts it. A removal the file
+    /// could not take is reported; the record has left the journal all the same.
+    private func acknowledge(_ sequence: UInt64, refused: MQTTError?, followUps: inout [BridgeMachine.Event]) {
+        guard journal.isPending(sequence) else { return }
+        let topic = refused == nil ? nil : journal.pending.first { $0.sequence == sequence }?.message.topic
+        do {
+            try journal.acknowledge(sequence)
+            journalSucceeded()
+        } catch {
+            journalFailed(error)
+        }
+        if let refused, let topic {
+            statistics.refused += 1
+            followUps.append(.journalRecordRefused(topic: topic, refused))
+        } else {
+            statistics.acknowledged += 1
+        }
+    }
+
     /// Appends a fix's messages to the journal, publishes them when connected, and makes them
     /// durable when the journal is all there is (``BridgeMachine/syncsAppend(published:pendingBefore:)``).
     private func journalAndPublish(_ messages: [OutgoingMessage], publish: Bool) {
@@ -489,12 +495,15 @@ private final class BridgeRun: @unchecked Sendable {
         let pendingBefore = journal.pending.count
         var published = publish
         var appended: [(sequence: UInt64, message: OutgoingMessage)] = []
+        // The fix's first journal failure: reported once the fix is done, so a fix whose appends work
+        // and whose sync fails is one failure, not a failure and a recovery.
+        var failure: JournalError?
         for message in messages {
             do {
                 appended.append((try journal.append(message), message))
-                journalSucceeded()
             } catch {
-                journalFailed(error)
+                failure = failure ?? error
+                statistics.unjournaled += 1
                 // Not kept: sent as it is when it can be.
                 if publish { _ = try? bridge.client.publish(message, token: 0) }
             }
@@ -510,14 +519,14 @@ private final class BridgeRun: @unchecked Sendable {
                 }
             }
         }
-        guard !appended.isEmpty, BridgeMachine.syncsAppend(published: published, pendingBefore: pendingBefore) else {
-            return
+        if !appended.isEmpty, BridgeMachine.syncsAppend(published: published, pendingBefore: pendingBefore) {
+            do {
+                try journal.sync()
+            } catch {
+                failure = failure ?? error
+            }
         }
-        do {
-            try journal.sync()
-        } catch {
-            journalFailed(error)
-        }
+        if let failure { journalFailed(failure) } else { journalSucceeded() }
     }
 
     private func journalFailed(_ error: JournalError) {
@@ -549,9 +558,9 @@ extension MQTTBridge: ActivityReporting {
     /// Idle when the bridge has no event queued or being handled: a fix, an acknowledgement or a
     /// consumer's demand on its way to the machine (and so to a claim of the receiver) is work in
     /// progress that a driver of a manual clock must wait for (``HatDriver``'s `alsoWaitingFor`).
-    public var activity: Activity { inbox.activity }
+    package var activity: Activity { inbox.activity }
 
-    public func waitForActivity(after changes: UInt64) async {
+    package func waitForActivity(after changes: UInt64) async {
         await waiters.wait { self.inbox.activity.changes != changes }
     }
 }

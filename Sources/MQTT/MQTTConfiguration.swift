@@ -1,6 +1,5 @@
 // Where the broker is and how to talk to it: `mqtt://[user@]host[:port]` or `mqtts://...`, the
 // password read from a file (never from the command line), the CA file for TLS, the device name.
-internal import Glibc
 public import LinuxSystem
 
 /// The MQTT protocol version a client speaks (`MQTT_PROTOCOL_V311`, `MQTT_PROTOCOL_V5`).
@@ -152,11 +151,12 @@ public struct DeviceName: Hashable, Sendable, CustomStringConvertible {
 
     /// This machine's host name (`gethostname`), up to its first dot: the default device name.
     public static func hostName() throws(MQTTConfigurationError) -> DeviceName {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else {
-            throw .badDeviceName("", reason: "gethostname failed: \(Errno(rawValue: errno))")
+        let full: String
+        do throws(SystemError) {
+            full = try Host.name()
+        } catch {
+            throw .badDeviceName("", reason: "\(error)")
         }
-        let full = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return try DeviceName(String(full.split(separator: ".", omittingEmptySubsequences: false).first ?? ""))
     }
 
@@ -211,19 +211,12 @@ public struct MQTTConfiguration: Sendable {
     }
 }
 
-/// A small file's bytes (at most 1 MiB: a password or a CA bundle), `open` and `read` retrying `EINTR`.
+/// A small file's first 1 MiB (a password or a CA bundle): LinuxSystem's `open` and `read`, `EINTR`
+/// retried.
 func readCredentialFile(_ path: String, role: String) throws(MQTTConfigurationError) -> [UInt8] {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw .unreadableFile(role: role, path: path, Errno(rawValue: errno)) }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while bytes.count < 1 << 20 {
-        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count >= 0 else { throw .unreadableFile(role: role, path: path, Errno(rawValue: errno)) }
-        if count == 0 { break }
-        bytes += chunk[..<count]
+    do throws(FileError) {
+        return try FileSystem.contents(of: path, upTo: 1 << 20)
+    } catch {
+        throw .unreadableFile(role: role, path: path, error.failure.errno ?? .ioError)
     }
-    return bytes
 }

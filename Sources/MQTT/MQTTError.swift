@@ -1,7 +1,7 @@
 // What went wrong talking to a broker: a libmosquitto error code, or a broker's refusal (a CONNACK,
 // PUBACK or SUBACK reason code), each with the text libmosquitto gives for it.
 internal import CMosquitto
-internal import Glibc
+internal import LinuxSystem
 
 /// An MQTT failure: which libmosquitto call or broker answer it came from, its code, and the reason
 /// in libmosquitto's words (`mosquitto_strerror`, `mosquitto_reason_string`, `mosquitto_connack_string`).
@@ -33,17 +33,25 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// The error a libmosquitto call returned (`mosquitto_strerror`; `strerror` for `MOSQ_ERR_ERRNO`).
+    /// The error a libmosquitto call returned (`mosquitto_strerror`; the C library's message for the
+    /// calling thread's `errno` for `MOSQ_ERR_ERRNO`).
     init(call: String, mosquittoCode: CInt) {
         self.call = call
         if mosquittoCode == CInt(MOSQ_ERR_ERRNO.rawValue) {
-            let number = errno
-            code = .system(number)
-            reason = String(cString: strerror(number))
+            let errno = Errno.current
+            code = .system(errno.rawValue)
+            reason = errno.message
         } else {
             code = .library(LibraryCode(rawValue: mosquittoCode))
             reason = String(cString: mosquitto_strerror(mosquittoCode))
         }
+    }
+
+    /// A system call that failed through LinuxSystem (making the network thread, its eventfd).
+    init(_ failure: FailedCall) {
+        call = failure.call
+        code = .system(failure.errno?.rawValue ?? 0)
+        reason = failure.errno?.message ?? "failed"
     }
 
     /// A CONNACK refusal. `reasonCode` is a 3.1.1 return code (1-5, `mosquitto_connack_string`) or a 5.0

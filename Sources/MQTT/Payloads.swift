@@ -1,12 +1,12 @@
 // The payloads the bridge publishes, each a pure function of a fix, a sky view or a power state:
-// gpsd's TPV and SKY JSON (GPSD's encoder, as the service writes it), OwnTracks location JSON,
-// Home Assistant's discovery configs, and the power JSON. Every object is written by GPSD's
+// gpsd's TPV and SKY JSON (GPSDProtocol's encoder, as the service writes it), OwnTracks location JSON,
+// Home Assistant's discovery configs, and the power JSON. Every object is written by GPSDProtocol's
 // `JSONWriter`, the one JSON writer of the package.
 public import GNSSHat
 public import GNSSProtocol
-internal import GPSD
+internal import GPSDProtocol
 
-/// gpsd's TPV and SKY objects as one MQTT payload each: GPSD's encoder, without the line end.
+/// gpsd's TPV and SKY objects as one MQTT payload each: GPSDProtocol's encoder, without the line end.
 public enum GPSDPayload {
     public static func tpv(_ fix: Fix, device: String? = nil) -> [UInt8] {
         var bytes: [UInt8] = []

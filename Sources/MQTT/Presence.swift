@@ -1,7 +1,7 @@
 // Remote presence: every consumer that announces itself on `gnss-hat/DEVICE/demand/CONSUMER` with a
 // retained message is one subscription of the receiver, until an empty message (its own, or its
 // will when its connection dies) clears it.
-internal import GPSD
+internal import GPSDProtocol
 
 /// What a present consumer asks for.
 public struct ConsumerDemand: Sendable, Hashable {
@@ -17,7 +17,7 @@ public struct ConsumerDemand: Sendable, Hashable {
 
     /// Reads a demand payload: a JSON object whose optional `interval` is a whole number of seconds
     /// from 1 to a day. Other members are skipped, as gpsd's reader skips attributes it does not
-    /// know (later versions may add some); it is GPSD's request reader, so its limits hold too (an
+    /// know (later versions may add some); it is GPSDProtocol's request reader, so its limits hold too (an
     /// attribute name of at most 31 characters, a value of at most 512).
     public init(payload: [UInt8]) throws(PresenceError) {
         let attributes: [(name: String, value: RequestValue)]

@@ -1,5 +1,7 @@
 // The ubx_ddc_sim module from outside the driver under test: its output stream, the bytes the
 // host wrote, fault injection and counters (/dev/ubx-sim and its sysfs attributes).
+// Glibc: the rig plays the receiver's side of the DDC bus (`open`, `poll` of /dev/ubx-sim), beside
+// the code under test and not through its seam.
 import Glibc
 import LinuxSystem
 

@@ -1,6 +1,6 @@
 // The scenario harness: a scenario is a named async body that throws on failure; the runner
 // prints one verdict line per scenario for the guest's /init to relay to the host.
-import Glibc
+import LinuxSystem
 
 /// One hardware-in-loop scenario: `body` throws a `ScenarioFailure` (or any error) to fail.
 struct Scenario: Sendable {
@@ -71,20 +71,8 @@ struct ScenarioRegistry {
     }
 }
 
-/// Writes one line to standard output unbuffered, so verdicts survive a crash that follows.
+/// Writes one line to standard output unbuffered (`write`, `EINTR` retried), so verdicts survive a
+/// crash that follows.
 func emit(_ line: String) {
-    var bytes = Array((line + "\n").utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes.withUnsafeMutableBytes { raw in
-            Glibc.write(1, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-        }
-        if written < 0 && errno == EINTR {
-            continue
-        }
-        guard written > 0 else {
-            return
-        }
-        offset += written
-    }
+    StandardStream.output.write(line + "\n")
 }

@@ -6,6 +6,8 @@
 import Dispatch
 import GNSSHat
 import GNSSHatSimulator
+// Glibc: the rig plays the hat (gpio-sim's sysfs `value` files, /dev/ubx-sim: `open`, `pread`,
+// `poll`), beside the code under test and not through its seam.
 import Glibc
 import LinuxSystem
 

@@ -1,4 +1,5 @@
 // A watch on one gnss_gpio_sim line's sysfs value file (pread(2), poll(2) with POLLPRI).
+// Glibc: `pread` and `poll(POLLPRI)` on a gpio-sim sysfs file, the hardware's side the rig plays.
 import Glibc
 import LinuxSystem
 

@@ -3,6 +3,7 @@
 // u-blox DDC port (GNSSHat's) through I2C_RDWR with the receiver's glitches and NAKs, and termios
 // on a pseudo-terminal (LinuxSystem's). Levels and bytes are checked from outside, through
 // GPIOSimBank and DDCSimModule.
+// Glibc: `clock_gettime` of both clocks, read apart from the code under test to check its edge times.
 import Glibc
 import GNSSHat  // UBloxDDC
 import LinuxSystem

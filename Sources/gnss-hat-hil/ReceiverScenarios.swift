@@ -9,6 +9,8 @@
 import GNSSHat
 import GNSSHatSimulator
 import GNSSProtocol
+// Glibc: `symlink` (the simulated UART at a stable path) and `getpid`, calls no product code makes;
+// the rig is test code, not under the seam.
 import Glibc
 import LinuxSystem
 import PiHardware
@@ -228,13 +230,7 @@ func checkPowerCycle(link: RigLink) async throws {
         try expect(simulator.receiver.sendsNavPVT, "NAV-PVT was not enabled by the configuration")
         let statistics = receiver.statistics
         try expect(statistics.bytesReceived > 0 && statistics.epochs >= 3, "statistics \(statistics)")
-        if link == .ddc {
-            let stats = try ddc.stats()
-            try expect((stats["stream_bytes"] ?? 0) > 0, "no stream byte was read through I2C_RDWR: \(stats)")
-            try expect((stats["host_bytes"] ?? 0) == UInt64(simulator.hostBytes) && simulator.hostBytes > 0,
-                       "host bytes: the module counted \(stats["host_bytes"] ?? 0), the simulator got "
-                       + "\(simulator.hostBytes)")
-        }
+        if link == .ddc { try checkDDCTraffic(ddc, simulator) }
 
         await fixes.cancel()
         try await eventually("the receiver lingering after the last subscriber left", within: .seconds(5)) {
@@ -256,26 +252,7 @@ func checkPowerCycle(link: RigLink) async throws {
         try await eventually("the receiver off", within: .seconds(10)) { receiver.powerState == .off }
         try expect(simulator.powerChanges == [true, false], "the supply switched \(simulator.powerChanges)")
 
-        if link == .ddc {
-            // DDC polling must have stopped with the session: bytes now waiting would be read by
-            // any poll, which comes at least every second (the slowest back-off).
-            // (Output the receiver sent after the last poll may still wait: count from here.)
-            let before = try ddc.stats()
-            let transfers = before["transfers"] ?? 0
-            guard let atPowerOff = simulator.transfersAtPowerOff else {
-                throw ScenarioFailure("the simulator read no transfer count when GNSS_PWR_EN went low")
-            }
-            try expect(transfers == atPowerOff,
-                       "\(transfers - atPowerOff) transfers on the adapter after GNSS_PWR_EN went low")
-            let pending = (before["pending"] ?? 0) + UInt64(navStatusPoll.count)
-            try ddc.feed(navStatusPoll)
-            try await Task.sleep(for: .seconds(2))
-            let stats = try ddc.stats()
-            try expect(stats["transfers"] == transfers,
-                       "\((stats["transfers"] ?? 0) - transfers) transfers on the adapter after the power-off")
-            try expect(stats["pending"] == pending,
-                       "\(stats["pending"] ?? 0) bytes wait after the power-off, \(pending) were left")
-        }
+        if link == .ddc { try await checkNoDDCTransfersAfterPowerOff(ddc, simulator) }
         try await eventually("the power-state stream to report off", within: .seconds(5)) {
             states.seen.last == .off
         }
@@ -285,6 +262,36 @@ func checkPowerCycle(link: RigLink) async throws {
         try expect(lingering < off, "power states \(seen.map(\.description).joined(separator: " → ")): "
                    + "expected lingering, then off")
     }
+}
+
+/// The stream was read through I2C_RDWR, and the module and the simulator count the same host bytes.
+func checkDDCTraffic(_ ddc: DDCSimModule, _ simulator: HatSimulator) throws {
+    let stats = try ddc.stats()
+    try expect((stats["stream_bytes"] ?? 0) > 0, "no stream byte was read through I2C_RDWR: \(stats)")
+    try expect((stats["host_bytes"] ?? 0) == UInt64(simulator.hostBytes) && simulator.hostBytes > 0,
+               "host bytes: the module counted \(stats["host_bytes"] ?? 0), the simulator got "
+               + "\(simulator.hostBytes)")
+}
+
+/// DDC polling must have stopped with the session: bytes now waiting would be read by any poll, which
+/// comes at least every second (the slowest back-off).
+func checkNoDDCTransfersAfterPowerOff(_ ddc: DDCSimModule, _ simulator: HatSimulator) async throws {
+    // (Output the receiver sent after the last poll may still wait: count from here.)
+    let before = try ddc.stats()
+    let transfers = before["transfers"] ?? 0
+    guard let atPowerOff = simulator.transfersAtPowerOff else {
+        throw ScenarioFailure("the simulator read no transfer count when GNSS_PWR_EN went low")
+    }
+    try expect(transfers == atPowerOff,
+               "\(transfers - atPowerOff) transfers on the adapter after GNSS_PWR_EN went low")
+    let pending = (before["pending"] ?? 0) + UInt64(navStatusPoll.count)
+    try ddc.feed(navStatusPoll)
+    try await Task.sleep(for: .seconds(2))
+    let stats = try ddc.stats()
+    try expect(stats["transfers"] == transfers,
+               "\((stats["transfers"] ?? 0) - transfers) transfers on the adapter after the power-off")
+    try expect(stats["pending"] == pending,
+               "\(stats["pending"] ?? 0) bytes wait after the power-off, \(pending) were left")
 }
 
 /// Records the receiver's power states as they change.

@@ -5,7 +5,6 @@
 // ReceiverScenarios.swift runs the real Receiver (power follows subscriptions over DDC and
 // UART, NAK storm, busy line) against a simulated receiver played from outside by HatSimulator.
 import CGPIOD
-import Glibc
 import LinuxSystem
 import PiHardware
 

@@ -1,6 +1,7 @@
 // Small file helpers for the harness's sysfs attributes and device nodes (open(2), read(2),
 // write(2)): sysfs wants one write(2) per value, and /dev/ubx-sim is read until EAGAIN. Whole-file
 // reads and directory listings are LinuxSystem's FileSystem; failures are its SystemError.
+// Glibc: the rig's own sysfs and device-node calls (the hardware's side), not the product's seam.
 import Glibc
 import LinuxSystem
 

@@ -7,7 +7,7 @@
 //   gnss-hat-hil [NAME...]     runs the named scenarios (all when none is given), prints one
 //                              `HIL-CHECK <name> PASS|FAIL[: detail]` line per scenario and
 //                              exits 0 when all passed, 1 when one failed, 2 on bad usage.
-import Glibc
+import LinuxSystem
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let registry = ScenarioRegistry(scenarios)
@@ -16,11 +16,11 @@ if arguments == ["--list"] {
     for scenario in registry.scenarios {
         emit(scenario.name)
     }
-    exit(0)
+    ProcessExit.exit(0)
 }
 if let option = arguments.first(where: { $0.hasPrefix("-") }) {
     emit("gnss-hat-hil: unknown option \(option); usage: gnss-hat-hil [--list | NAME...]")
-    exit(2)
+    ProcessExit.exit(2)
 }
 let selected: [Scenario]
 switch registry.select(arguments) {
@@ -28,7 +28,7 @@ case .success(let found):
     selected = found
 case .failure(let unknown):
     emit("gnss-hat-hil: no scenario named \(unknown.names.joined(separator: ", "))")
-    exit(2)
+    ProcessExit.exit(2)
 }
 let allPassed = await registry.run(selected)
-exit(allPassed ? 0 : 1)
+ProcessExit.exit(allPassed ? 0 : 1)

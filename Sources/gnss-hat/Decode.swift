@@ -1,7 +1,7 @@
 // `gnss-hat decode FILE|-`: a capture in, gpsd TPV/SKY JSON lines (or a summary) out.
 
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 import LinuxSystem
 
 /// The `decode` subcommand.

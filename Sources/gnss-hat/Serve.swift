@@ -3,6 +3,7 @@
 
 import GNSSHat
 import GPSD
+import GPSDProtocol
 import LinuxSystem
 import MQTT
 
@@ -34,18 +35,7 @@ enum ServeCommand: Subcommand {
     )
 
     static func run(_ arguments: ParsedArguments) async throws {
-        var listen: [SocketAddress] = []
-        for text in arguments.values["listen"] ?? [] {
-            do {
-                listen.append(try SocketAddress(parsing: text, defaultPort: 2947))
-            } catch {
-                throw UsageError("--listen: \(error)")
-            }
-        }
-        for path in arguments.values["unix"] ?? [] { listen.append(.unix(path)) }
-        if !listen.contains(where: { $0.port != nil }) {
-            listen.insert(.ipv4("127.0.0.1", port: 2947), at: 0)
-        }
+        let listen = try listenAddresses(arguments)
         let linger = try arguments.seconds("linger") ?? .seconds(5)
         let niceOption = try arguments.number("nice", in: -20...19)
         if let niceOption, niceOption != niceOption.rounded() {
@@ -66,57 +56,13 @@ enum ServeCommand: Subcommand {
             throw CommandFailure(.failure, "cannot handle signals: \(error)")
         }
         let log: @Sendable (String) -> Void = { line in if verbose { standardError("gnss-hat serve: \(line)") } }
-        // Like gpsd: a sentence's moment should not wait behind other work. Unprivileged, the
-        // default is kept quietly (a systemd unit's Nice= sets it instead).
-        let nice = Int32(niceOption ?? -10)
-        do {
-            try SchedulingPriority.setNice(nice)
-        } catch {
-            let line = "cannot set the scheduling priority to nice \(nice): \(error)"
-            if niceOption != nil { standardError("gnss-hat serve: \(line)") } else { log(line) }
-        }
+        setPriority(niceOption, log: log)
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
-        // --early-position: the receiver hands out each epoch's provisional fix, which the source reports.
-        // The service runs in real time, so a simulated receiver tells the system's UTC (a chrony
-        // fed from it must not be a fixed day off).
-        // The aiding state (a board whose power-off cuts the supply restarts aided, not cold).
-        let stateDirectory = StateDirectory.resolve(
-            arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
-        let receiver = try Receiver(
-            board: board,
-            options: ReceiverOptions(
-                linger: linger, provisionalFixes: arguments.flag("early-position"), stateDirectory: stateDirectory),
-            hardware: CommandHardware.providers(simulatedDayStartsNow: true))
+        let receiver = try makeReceiver(board: board, linger: linger, arguments)
         let source = GPSDSource.receiver(receiver)
-        let server: GPSDServer
-        do {
-            server = try GPSDServer(source: source, configuration: GPSDServerConfiguration(
-                listen: listen,
-                allowDeviceChanges: arguments.flag("allow-device-changes"),
-                keepOn: arguments.flag("keep-on"),
-                chronySocket: arguments.value("chrony-socket"),
-                chronyPPSSocket: arguments.value("chrony-pps-socket"),
-                log: log
-            ))
-        } catch {
-            throw CommandFailure(.failure, "\(error)")
-        }
-        // The bridge starts before the service serves, and never waits for the broker: one that is
-        // down or refuses us is retried in the background while gpsd clients are served.
-        var bridge: MQTTBridge?
-        if let mqtt {
-            do {
-                let started = try MQTTBridge(receiver: receiver, configuration: mqtt)
-                try started.start()
-                bridge = started
-            } catch {
-                await receiver.shutdown()
-                throw CommandFailure(.failure, "--mqtt: \(error)")
-            }
-            standardError("gnss-hat serve: mqtt: publishing to \(mqtt.connection.broker) as "
-                + "\(mqtt.topics.device), the journal in \(mqtt.journalDirectory)")
-        }
+        let server = try makeServer(source: source, listen: listen, log: log, arguments)
+        let bridge = try await startBridge(mqtt, receiver: receiver)
         standardError("gnss-hat serve: board \(board.name), device \(source.device.path), listening on "
             + server.addresses.map(\.description).joined(separator: ", "))
         // The loop gets a thread of its own rather than blocking one of the few task threads.
@@ -135,6 +81,88 @@ enum ServeCommand: Subcommand {
             throw CommandFailure(.hardwareUnavailable, "stopped, but the receiver may still be on: \(failure)")
         }
         standardError("gnss-hat serve: stopped; receiver off")
+    }
+
+    /// `--listen` and `--unix`, with gpsd's 127.0.0.1:2947 first when no TCP address is given.
+    static func listenAddresses(_ arguments: ParsedArguments) throws -> [SocketAddress] {
+        var listen: [SocketAddress] = []
+        for text in arguments.values["listen"] ?? [] {
+            do {
+                listen.append(try SocketAddress(parsing: text, defaultPort: 2947))
+            } catch {
+                throw UsageError("--listen: \(error)")
+            }
+        }
+        for path in arguments.values["unix"] ?? [] { listen.append(.unix(path)) }
+        if !listen.contains(where: { $0.port != nil }) {
+            listen.insert(.ipv4("127.0.0.1", port: 2947), at: 0)
+        }
+        return listen
+    }
+
+    /// `--nice`, or nice -10 by default.
+    static func setPriority(_ niceOption: Double?, log: @Sendable (String) -> Void) {
+        // Like gpsd: a sentence's moment should not wait behind other work. Unprivileged, the
+        // default is kept quietly (a systemd unit's Nice= sets it instead).
+        let nice = Int32(niceOption ?? -10)
+        do {
+            try SchedulingPriority.setNice(nice)
+        } catch {
+            let line = "cannot set the scheduling priority to nice \(nice): \(error)"
+            if niceOption != nil { standardError("gnss-hat serve: \(line)") } else { log(line) }
+        }
+    }
+
+    /// The service's Receiver on `board`.
+    static func makeReceiver(board: Board, linger: Duration, _ arguments: ParsedArguments) throws -> Receiver {
+        // --early-position: the receiver hands out each epoch's provisional fix, which the source reports.
+        // The service runs in real time, so a simulated receiver tells the system's UTC (a chrony
+        // fed from it must not be a fixed day off).
+        // The aiding state (a board whose power-off cuts the supply restarts aided, not cold).
+        let stateDirectory = StateDirectory.resolve(
+            arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
+        return try Receiver(
+            board: board,
+            options: ReceiverOptions(
+                linger: linger, provisionalFixes: arguments.flag("early-position"), stateDirectory: stateDirectory),
+            hardware: CommandHardware.providers(simulatedDayStartsNow: true))
+    }
+
+    /// The gpsd service on `listen`, with the options that shape it.
+    static func makeServer(
+        source: GPSDSource, listen: [SocketAddress], log: @escaping @Sendable (String) -> Void,
+        _ arguments: ParsedArguments
+    ) throws -> GPSDServer {
+        do {
+            return try GPSDServer(source: source, configuration: GPSDServerConfiguration(
+                listen: listen,
+                allowDeviceChanges: arguments.flag("allow-device-changes"),
+                keepOn: arguments.flag("keep-on"),
+                chronySocket: arguments.value("chrony-socket"),
+                chronyPPSSocket: arguments.value("chrony-pps-socket"),
+                log: log
+            ))
+        } catch {
+            throw CommandFailure(.failure, "\(error)")
+        }
+    }
+
+    /// The MQTT bridge, started, when `--mqtt` asks for one.
+    static func startBridge(_ mqtt: MQTTBridgeConfiguration?, receiver: Receiver) async throws -> MQTTBridge? {
+        // The bridge starts before the service serves, and never waits for the broker: one that is
+        // down or refuses us is retried in the background while gpsd clients are served.
+        guard let mqtt else { return nil }
+        let bridge: MQTTBridge
+        do {
+            bridge = try MQTTBridge(receiver: receiver, configuration: mqtt)
+            try bridge.start()
+        } catch {
+            await receiver.shutdown()
+            throw CommandFailure(.failure, "--mqtt: \(error)")
+        }
+        standardError("gnss-hat serve: mqtt: publishing to \(mqtt.connection.broker) as "
+            + "\(mqtt.topics.device), the journal in \(mqtt.journalDirectory)")
+        return bridge
     }
 
     static func standardError(_ line: String) {

@@ -80,47 +80,77 @@ enum TTFFCommand: Subcommand {
         log: @escaping @Sendable (String) -> Void
     ) async throws -> Outcome {
         var outcome = Outcome()
-        let ignoreUntil = Lock<Duration>(.zero)
-        let firstFix = Lock<Duration?>(nil)
-        let failure = Lock<ReceiverError?>(nil)
-        func subscribe() -> SignalToken {
-            receiver.fixes.subscribe(onValue: { fix in
-                let now = clock.now.offset
-                guard fix.hasPosition, now >= ignoreUntil.withLock({ $0 }) else { return }
-                firstFix.withLock { if $0 == nil { $0 = now } }
-            }, onCompletion: { completion in
-                if case .failure(let error) = completion { failure.withLock { $0 = error as? ReceiverError } }
-            })
-        }
-        func waitUntil(_ limit: Duration, _ condition: () -> Bool) async -> Bool {
-            let deadline = clock.now.offset + limit
-            while clock.now.offset < deadline {
-                if condition() { return true }
-                try? await TimerThreadClock().sleep(for: .milliseconds(20))
-            }
-            return condition()
-        }
-        func checkFailure() throws {
-            if let error = failure.withLock({ $0 }) { throw error }
-        }
-        func offAndCheck(_ phase: String) async throws {
-            _ = await waitUntil(budget) { receiver.powerState == .off }
-            let lines = receiver.outputLines()
-            guard let enable = lines.first(where: { $0.name == "enable" }) else {
-                outcome.lineChecks.append("\(phase): no enable line on this board (nothing to check)")
-                return
-            }
-            if enable.asserted == false {
-                outcome.lineChecks.append("\(phase): enable line inactive after the last subscriber (read back)")
-            } else {
-                outcome.lineChecks.append("\(phase): enable line NOT inactive after the last subscriber "
-                    + "(read back: \(enable.asserted.map { $0 ? "asserted" : "?" } ?? "unreadable"))")
-                outcome.lineFailures += 1
-            }
-        }
+        let measurement = TTFFMeasurement(receiver: receiver, clock: clock, budget: budget, log: log)
+        try await measurement.coldStart(into: &outcome)
+        try await measurement.hotStart(after: off, into: &outcome)
+        return outcome
+    }
 
-        // Cold start.
-        var token = subscribe()
+    static func seconds(_ duration: Duration) -> String {
+        SimulatedSeconds.format(SimulatedSeconds.value(duration))
+    }
+}
+
+/// What the cold and the hot measurement share: the receiver, its clock, the first fix with a position
+/// after a moment, and the failure that ended the receiver's signal.
+final class TTFFMeasurement: Sendable {
+    let receiver: Receiver
+    let clock: AcceleratedClock
+    let budget: Duration
+    let log: @Sendable (String) -> Void
+    let ignoreUntil = Lock<Duration>(.zero)
+    let firstFix = Lock<Duration?>(nil)
+    let failure = Lock<ReceiverError?>(nil)
+
+    init(receiver: Receiver, clock: AcceleratedClock, budget: Duration, log: @escaping @Sendable (String) -> Void) {
+        self.receiver = receiver
+        self.clock = clock
+        self.budget = budget
+        self.log = log
+    }
+
+    func subscribe() -> SignalToken {
+        receiver.fixes.subscribe(onValue: { fix in
+            let now = self.clock.now.offset
+            guard fix.hasPosition, now >= self.ignoreUntil.withLock({ $0 }) else { return }
+            self.firstFix.withLock { if $0 == nil { $0 = now } }
+        }, onCompletion: { completion in
+            if case .failure(let error) = completion { self.failure.withLock { $0 = error as? ReceiverError } }
+        })
+    }
+
+    func waitUntil(_ limit: Duration, _ condition: () -> Bool) async -> Bool {
+        let deadline = clock.now.offset + limit
+        while clock.now.offset < deadline {
+            if condition() { return true }
+            try? await TimerThreadClock().sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    func checkFailure() throws {
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    func offAndCheck(_ phase: String, into outcome: inout TTFFCommand.Outcome) async {
+        _ = await waitUntil(budget) { receiver.powerState == .off }
+        let lines = receiver.outputLines()
+        guard let enable = lines.first(where: { $0.name == "enable" }) else {
+            outcome.lineChecks.append("\(phase): no enable line on this board (nothing to check)")
+            return
+        }
+        if enable.asserted == false {
+            outcome.lineChecks.append("\(phase): enable line inactive after the last subscriber (read back)")
+        } else {
+            outcome.lineChecks.append("\(phase): enable line NOT inactive after the last subscriber "
+                + "(read back: \(enable.asserted.map { $0 ? "asserted" : "?" } ?? "unreadable"))")
+            outcome.lineFailures += 1
+        }
+    }
+
+    /// Powers on, sends the chip's cold start, and times the first fix after it.
+    func coldStart(into outcome: inout TTFFCommand.Outcome) async throws {
+        let token = subscribe()
         log("powering on")
         _ = await waitUntil(budget) { receiver.powerState == .on || failure.withLock { $0 != nil } }
         try checkFailure()
@@ -135,17 +165,19 @@ enum TTFFCommand: Subcommand {
             try checkFailure()
             outcome.cold = firstFix.withLock { $0 }.map { $0 - resetAt }
         }
-        log("cold: \(outcome.cold.map { seconds($0) } ?? "no fix")")
+        log("cold: \(outcome.cold.map { TTFFCommand.seconds($0) } ?? "no fix")")
         token.cancel()
-        try await offAndCheck("after the cold start")
+        await offAndCheck("after the cold start", into: &outcome)
+    }
 
-        // Hot start.
-        log("off for \(seconds(off)) s")
+    /// Leaves the receiver off for `off`, powers it on again, and takes its own time to first fix.
+    func hotStart(after off: Duration, into outcome: inout TTFFCommand.Outcome) async throws {
+        log("off for \(TTFFCommand.seconds(off)) s")
         _ = await waitUntil(off) { false }
         ignoreUntil.withLock { $0 = .zero }
         firstFix.withLock { $0 = nil }
         let before = receiver.statistics.powerOns
-        token = subscribe()
+        let token = subscribe()
         log("powering on again")
         // The receiver's own count from this power-on to its first fix: a fix replayed to the new
         // subscriber from the last session does not count.
@@ -158,13 +190,8 @@ enum TTFFCommand: Subcommand {
             try checkFailure()
             outcome.hot = hotFix()
         }
-        log("hot: \(outcome.hot.map { seconds($0) } ?? "no fix")")
+        log("hot: \(outcome.hot.map { TTFFCommand.seconds($0) } ?? "no fix")")
         token.cancel()
-        try await offAndCheck("after the hot start")
-        return outcome
-    }
-
-    static func seconds(_ duration: Duration) -> String {
-        SimulatedSeconds.format(SimulatedSeconds.value(duration))
+        await offAndCheck("after the hot start", into: &outcome)
     }
 }

@@ -5,7 +5,7 @@
 import GNSSHat
 import GNSSHatSimulator
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 import LinuxSystem
 import Signals
 

@@ -111,7 +111,7 @@ struct IdleTests {
         let clock = ManualClock()
         let board = try #require(try BoardCatalog.builtIn("simulator"))
         let hat = try SimulatedHat(board: board, clock: clock, connection: .inProcess, timing: .driven)
-        return HatDriver(hat: hat, clock: clock, alsoWaitingFor: parts)
+        return HatDriver(hat: hat, clock: clock, receiver: nil, alsoWaitingFor: parts)
     }
 
     @Test("the clock is not idle from an advance until the sleeper it woke has taken its wake-up")

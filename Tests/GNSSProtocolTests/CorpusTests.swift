@@ -3,7 +3,7 @@
 
 import Foundation
 import GNSSProtocol
-import GPSD  // GPSDStreamEncoder: our SKY as gpsd JSON
+import GPSDProtocol  // GPSDStreamEncoder: our SKY as gpsd JSON
 import Testing
 import TestSupport
 

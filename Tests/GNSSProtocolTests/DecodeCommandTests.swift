@@ -2,7 +2,7 @@
 
 import Foundation
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 import Testing
 import TestSupport
 

@@ -1,7 +1,7 @@
 // Epoch grouping: NMEA by time tag (with the learned end of cycle), UBX by iTOW, mixed streams.
 
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 import Testing
 
 func messages(_ bytes: [UInt8]) -> [Message] {

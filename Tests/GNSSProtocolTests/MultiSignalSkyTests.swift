@@ -1,7 +1,7 @@
 // NMEA 4.10+ GSV of multi-band receivers: one SKY entry per satellite and signal, as gpsd lists them.
 
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 import Testing
 
 /// A GSV satellite: NMEA number, elevation, azimuth, SNR.

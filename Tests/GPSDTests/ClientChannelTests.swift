@@ -1,4 +1,5 @@
 @testable import GPSD
+import GPSDProtocol
 import LinuxSystem
 import Testing
 

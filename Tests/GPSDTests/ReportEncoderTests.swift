@@ -3,6 +3,7 @@ import Foundation
 import GNSSHatSimulator
 import GNSSProtocol
 @testable import GPSD
+import GPSDProtocol
 import PiHardware
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GPSD
+import GPSDProtocol
 import GNSSHatTesting
 import LinuxSystem
 import Signals

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import CLinuxShims  // sockaddr_storage: Swift 6.2 attributes the struct to the module that included <sys/socket.h> first
 @testable import GPSD
+import GPSDProtocol
 import GNSSHatTesting
 import LinuxSystem
 import Signals

@@ -10,6 +10,7 @@ struct ErrnoTests {
         (.noSuchDeviceOrAddress, ENXIO, "ENXIO"), (.permissionDenied, EACCES, "EACCES"),
         (.noSuchFileOrDirectory, ENOENT, "ENOENT"), (.notATerminal, ENOTTY, "ENOTTY"),
         (.wouldBlock, EAGAIN, "EAGAIN"), (.notSupported, EOPNOTSUPP, "EOPNOTSUPP"),
+        (.fileExists, EEXIST, "EEXIST"), (.noSpaceLeft, ENOSPC, "ENOSPC"),
     ])
     func constants(errno: Errno, raw: CInt, name: String) {
         #expect(errno.rawValue == raw)

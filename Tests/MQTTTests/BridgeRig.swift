@@ -80,10 +80,11 @@ final class BridgeRig: Sendable {
     private let producedToken: SignalToken
 
     /// A bridge for device `device` on `broker` (its test user, reconnecting after 0.1 s doubling to
-    /// 2 s), its journal in `stateDirectory` (a new temporary one when nil).
+    /// 2 s), its journal in `stateDirectory` (a new temporary one when nil). Made under `seam` when
+    /// given: its journal file and its client's socket wait keep that mock on every thread.
     init(
         broker: TestBroker, device: String = "pi1", stateDirectory: URL? = nil, every: Duration? = nil,
-        linger: Duration = .seconds(1), url: String? = nil
+        linger: Duration = .seconds(1), url: String? = nil, seam: SeamMock? = nil
     ) throws {
         (hat, receiver) = try makeSimulatedReceiver(clock: clock, linger: linger)
         let directory = try stateDirectory ?? TestPaths.temporaryDirectory()
@@ -95,7 +96,10 @@ final class BridgeRig: Sendable {
             every: every, log: { level, line in log.append(level, line) })
         configuration.connection.reconnect = .init(
             initialDelay: .milliseconds(100), maximumDelay: .seconds(2), stableAfter: .seconds(60))
-        bridge = try MQTTBridge(receiver: receiver, configuration: configuration, clock: clock)
+        let receiver = self.receiver, clock = self.clock
+        bridge = try withSeamMock(seam) {
+            try MQTTBridge(receiver: receiver, configuration: configuration, clock: clock)
+        }
         // The bridge's events may be handled on libmosquitto's thread (behind an acknowledgement) as
         // well as on the receiver's: time moves only once it has handled them all.
         driver = HatDriver(hat: hat, clock: clock, receiver: receiver, alsoWaitingFor: [bridge])
@@ -218,6 +222,30 @@ final class Counter: Sendable {
             await waiters.wait { value >= target }
         }
     }
+}
+
+/// A recorder's TPVs on `topic` with a time, in arrival order, each with whether the broker marked it `dup`.
+func timedTPVs(_ lines: [String], topic: String) throws -> [(time: String, duplicate: Bool)] {
+    try lines.compactMap { line in
+        let duplicate = line.hasPrefix("dup ")
+        let message = duplicate ? String(line.dropFirst(4)) : line
+        guard message.hasPrefix(topic + " ") else { return nil }
+        let tpv = try jsonObject(String(message.dropFirst(topic.count + 1)))
+        return (tpv["time"] as? String).map { ($0, duplicate) }
+    }
+}
+
+/// The TPV times a recorder got, each once where QoS 1 allows a repeat: a delivery the broker marked
+/// `dup`, and a message sent again after a reconnect, next to itself. A repeat anywhere else stays in
+/// `times` (and makes it longer than the fixes); `everyTime` is every time seen.
+func deliveredOnce(_ lines: [String], topic: String) throws -> (times: [String], everyTime: Set<String>) {
+    var times: [String] = []
+    var everyTime = Set<String>()
+    for (time, duplicate) in try timedTPVs(lines, topic: topic) {
+        everyTime.insert(time)
+        if !duplicate && times.last != time { times.append(time) }
+    }
+    return (times, everyTime)
 }
 
 /// The JSON object of a payload (Foundation's parser: a reader the package does not share).

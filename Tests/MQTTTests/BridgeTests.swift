@@ -187,30 +187,15 @@ import TestSupport
         try broker.start()
         try await rig.wait("the reconnect") { $0.connected }
         try await rig.waitUntilQuiet()
-        /// The recorder's TPVs with a time, in arrival order, each with whether the broker marked it `dup`.
-        func timedTPVs(_ lines: [String]) throws -> [(time: String, duplicate: Bool)] {
-            try lines.compactMap { line in
-                let duplicate = line.hasPrefix("dup ")
-                let message = duplicate ? String(line.dropFirst(4)) : line
-                guard message.hasPrefix(topics.tpv + " ") else { return nil }
-                let tpv = try jsonObject(String(message.dropFirst(topics.tpv.count + 1)))
-                return (tpv["time"] as? String).map { ($0, duplicate) }
-            }
-        }
         try await recorder.lines("every fix at the recorder") { lines in
-            ((try? timedTPVs(lines)).map { Set($0.map(\.time)).count } ?? 0) >= timedTotal
+            ((try? timedTPVs(lines, topic: topics.tpv)).map { Set($0.map(\.time)).count } ?? 0) >= timedTotal
         }
         // Every fix, in order. QoS 1 allows repeats: the broker's own (`dup`, a delivery it restored from
         // its store after the kill) and ours (a message sent again after a reconnect, next to itself).
-        var times: [String] = []
-        var everyTime = Set<String>()
-        for (time, duplicate) in try timedTPVs(recorder.output) {
-            everyTime.insert(time)
-            if !duplicate && times.last != time { times.append(time) }
-        }
-        #expect(everyTime.count == timedTotal)
-        #expect(times.count == timedTotal)
-        #expect(times == times.sorted(), "out of order: \(times)")
+        let delivered = try deliveredOnce(recorder.output, topic: topics.tpv)
+        #expect(delivered.everyTime.count == timedTotal)
+        #expect(delivered.times.count == timedTotal)
+        #expect(delivered.times == delivered.times.sorted(), "out of order: \(delivered.times)")
         #expect(rig.log.notices.contains { $0.contains("sending") && $0.contains("journaled messages") })
         local.cancel()
         await rig.shutdown()

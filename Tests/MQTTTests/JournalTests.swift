@@ -51,6 +51,25 @@ extension Optional {
     }
 }
 
+/// Opens the journal the first holder has just let go of. A child process that a concurrent test
+/// spawns (a broker, gpsd, gnss-hat) holds a copy of every descriptor of this process from its fork
+/// to its exec, when O_CLOEXEC closes them; the journal's flock stays held for that moment. So the
+/// reopen is tried again while the lock is held, for at most 2 s, which no spawn takes; a journal
+/// that never let go still fails the test.
+func reopenJournal(_ state: String) throws -> Journal {
+    for _ in 0..<200 {
+        // A catch-all with a cast, not `catch JournalError.locked`: that pattern around the
+        // typed-throws init crashes Swift 6.2.3's SIL verifier ("Found ownership error").
+        do {
+            return try Journal(directory: state)
+        } catch {
+            guard case .locked = error else { throw error }
+            usleep(10_000)
+        }
+    }
+    return try Journal(directory: state)
+}
+
 @Suite struct JournalTests {
     func message(_ index: Int, size: Int = 10) -> OutgoingMessage {
         OutgoingMessage(topic: "gnss-hat/pi/tpv", payload: Array(repeating: UInt8(index & 0xFF), count: size))
@@ -83,30 +102,11 @@ extension Optional {
             // A second process on the same journal is refused while the first holds it.
             #expect(throws: JournalError.locked(path: state + "/journal")) { try Journal(directory: state) }
         }
-        let journal = try reopen(state)
+        let journal = try reopenJournal(state)
         #expect(journal.pending.map(\.message) == [
             OutgoingMessage(topic: "a", text: "first", qos: .atLeastOnce, retain: true),
             OutgoingMessage(topic: "b", text: "second", qos: .atMostOnce),
         ])
-    }
-
-    /// Opens the journal the first holder has just let go of. A child process that a concurrent test
-    /// spawns (a broker, gpsd, gnss-hat) holds a copy of every descriptor of this process from its fork
-    /// to its exec, when O_CLOEXEC closes them; the journal's flock stays held for that moment. So the
-    /// reopen is tried again while the lock is held, for at most 2 s, which no spawn takes; a journal
-    /// that never let go still fails the test.
-    func reopen(_ state: String) throws -> Journal {
-        for _ in 0..<200 {
-            // A catch-all with a cast, not `catch JournalError.locked`: that pattern around the
-            // typed-throws init crashes Swift 6.2.3's SIL verifier ("Found ownership error").
-            do {
-                return try Journal(directory: state)
-            } catch {
-                guard case .locked = error else { throw error }
-                usleep(10_000)
-            }
-        }
-        return try Journal(directory: state)
     }
 
     @Test func everyAppendSurvivesAPowerLossWhenEachIsSynced() throws {

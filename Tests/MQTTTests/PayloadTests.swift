@@ -1,7 +1,7 @@
 import Foundation
 import GNSSHat
 import GNSSProtocol
-import GPSD
+import GPSDProtocol
 import Testing
 
 @testable import MQTT

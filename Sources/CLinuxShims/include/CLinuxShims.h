@@ -18,6 +18,10 @@ int cshim_ioctl_ptr(int fd, unsigned long request, void *arg);
 /// strerror_r(3), GNU flavour: returns the message, which may or may not live in `buf`.
 const char *cshim_strerror(int errnum, char *buf, size_t len);
 
+/// flock(2): Swift imports `struct flock` (fcntl's lock record) under the same name and cannot call
+/// the function.
+int cshim_flock(int fd, int operation);
+
 /// posix_openpt(3): opens a new pseudo-terminal controller (/dev/ptmx).
 int cshim_posix_openpt(int flags);
 /// grantpt(3): sets the owner and mode of the pseudo-terminal's device side.

@@ -6,15 +6,15 @@
 // in one packet, or one split across packets.
 
 /// The longest request gpsd's protocol allows (`gpsd_json.adoc`: "at most 80 characters").
-let maxRequestLength = 80
+package let maxRequestLength = 80
 
 /// Splits a client's byte stream into requests. A request ends at `;`, at the end of a line, or at
 /// the `}` closing its JSON argument; bytes that do not start a request (`garbage;`) are skipped up
 /// to the end of their line, as gpsd ignores them. A request still going after 80 characters is
 /// reported once and skipped up to the next `;` or end of line, however the bytes were split.
-struct RequestScanner {
+package struct RequestScanner {
     /// One unit the scanner found.
-    enum Item: Equatable {
+    package enum Item: Equatable {
         /// A request's text, from `?` up to (not including) its terminator.
         case request(ArraySlice<UInt8>)
         /// More than ``maxRequestLength`` characters without the request ending; they are dropped
@@ -29,14 +29,16 @@ struct RequestScanner {
     private var skippingRequest = false
 
     /// Bytes waiting for the rest of a request.
-    var pendingCount: Int { buffer.count }
+    package var pendingCount: Int { buffer.count }
 
-    mutating func append(_ bytes: some Sequence<UInt8>) {
+    package init() {}
+
+    package mutating func append(_ bytes: some Sequence<UInt8>) {
         buffer.append(contentsOf: bytes)
     }
 
     /// The next complete request, or `nil` when more bytes are needed.
-    mutating func next() -> Item? {
+    package mutating func next() -> Item? {
         while true {
             if skippingRequest {
                 guard let end = buffer.firstIndex(where: { $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: "\n") }) else {
@@ -166,7 +168,7 @@ public struct WatchPolicy: Equatable, Sendable {
     /// `json`, `nmea` and `raw` keep their values, `scaled`, `timing`, `split24`, `pps` and `device`
     /// are reset. Unknown attributes are ignored (gpsd ignores them for cross-version use). Nothing
     /// changes when an attribute has the wrong type.
-    func applying(_ attributes: [(name: String, value: RequestValue)]) throws(RequestJSONError) -> WatchPolicy {
+    package func applying(_ attributes: [(name: String, value: RequestValue)]) throws(RequestJSONError) -> WatchPolicy {
         var policy = self
         policy.enable = true
         policy.scaled = false
@@ -228,7 +230,7 @@ public struct DeviceChange: Equatable, Sendable {
         bps != nil || parity != nil || stopbits != nil || native != nil || cycle != nil
     }
 
-    init(_ attributes: [(name: String, value: RequestValue)]) throws(RequestJSONError) {
+    package init(_ attributes: [(name: String, value: RequestValue)]) throws(RequestJSONError) {
         for (name, value) in attributes {
             switch name {
             case "path": path = try value.string()
@@ -244,7 +246,7 @@ public struct DeviceChange: Equatable, Sendable {
 }
 
 /// One request a client can make.
-enum GPSDRequest: Equatable {
+package enum GPSDRequest: Equatable {
     case version
     case devices
     /// `?WATCH;` reports the policy; `?WATCH={...}` changes it first.
@@ -253,7 +255,7 @@ enum GPSDRequest: Equatable {
     /// `?DEVICE;` reports the device; `?DEVICE={...}` selects and possibly changes one first.
     case device(DeviceChange?)
 
-    static func == (lhs: GPSDRequest, rhs: GPSDRequest) -> Bool {
+    package static func == (lhs: GPSDRequest, rhs: GPSDRequest) -> Bool {
         switch (lhs, rhs) {
         case (.version, .version), (.devices, .devices), (.poll, .poll): true
         case (.device(let a), .device(let b)): a == b
@@ -265,13 +267,13 @@ enum GPSDRequest: Equatable {
 }
 
 /// Why a request cannot be answered; `message` is the ERROR object's text.
-enum RequestError: Error, Equatable {
+package enum RequestError: Error, Equatable {
     case unrecognized(String)
     case invalidWatch(RequestJSONError)
     case invalidDevice(RequestJSONError)
     case tooLong
 
-    var message: String {
+    package var message: String {
         switch self {
         case .unrecognized(let text): "Unrecognized request '\(text)'"
         case .invalidWatch(let error): "Invalid WATCH: \(error)"
@@ -284,7 +286,7 @@ enum RequestError: Error, Equatable {
 extension GPSDRequest {
     /// Reads one request's text (from `?`, without its terminator). Command names are upper case,
     /// as gpsd matches them.
-    static func parse(_ text: ArraySlice<UInt8>) -> Result<GPSDRequest, RequestError> {
+    package static func parse(_ text: ArraySlice<UInt8>) -> Result<GPSDRequest, RequestError> {
         let printable = String(decoding: text, as: UTF8.self)
         var nameEnd = text.startIndex + 1
         while nameEnd < text.endIndex, (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(text[nameEnd]) {

@@ -7,9 +7,9 @@ public let gpsdProtocolMajor = 3
 public let gpsdProtocolMinor = 14
 
 /// Encoders for the service's own objects.
-enum GPSDResponse {
+package enum GPSDResponse {
     /// `{"class":"VERSION","release":...,"rev":...,"proto_major":3,"proto_minor":14}`.
-    static func version(release: String, revision: String) -> [UInt8] {
+    package static func version(release: String, revision: String) -> [UInt8] {
         var w = ResponseWriter(className: "VERSION")
         w.string("release", release)
         w.string("rev", revision)
@@ -20,14 +20,14 @@ enum GPSDResponse {
 
     /// A DEVICE object; `activated` (ns since the epoch) while the device is active. As gpsd, the
     /// serial settings and cycle are given only while active.
-    static func device(_ device: GPSDDevice, activated: Int64?, sawData: Bool) -> [UInt8] {
+    package static func device(_ device: GPSDDevice, activated: Int64?, sawData: Bool) -> [UInt8] {
         var w = ResponseWriter(className: "DEVICE")
         w.deviceFields(device, activated: activated, sawData: sawData)
         return w.line()
     }
 
     /// `{"class":"DEVICE","path":...,"activated":0}`: the device closed (gpsd's deactivation notice).
-    static func deviceClosed(path: String) -> [UInt8] {
+    package static func deviceClosed(path: String) -> [UInt8] {
         var w = ResponseWriter(className: "DEVICE")
         w.string("path", path)
         w.int("activated", 0)
@@ -35,7 +35,7 @@ enum GPSDResponse {
     }
 
     /// `{"class":"DEVICES","devices":[DEVICE...]}`.
-    static func devices(_ device: GPSDDevice, activated: Int64?, sawData: Bool) -> [UInt8] {
+    package static func devices(_ device: GPSDDevice, activated: Int64?, sawData: Bool) -> [UInt8] {
         var w = ResponseWriter(className: "DEVICES")
         w.key("devices")
         w.raw("[")
@@ -47,7 +47,7 @@ enum GPSDResponse {
     }
 
     /// The WATCH object: the client's policy after a `?WATCH`.
-    static func watch(_ policy: WatchPolicy) -> [UInt8] {
+    package static func watch(_ policy: WatchPolicy) -> [UInt8] {
         var w = ResponseWriter(className: "WATCH")
         w.bool("enable", policy.enable)
         w.bool("json", policy.json)
@@ -68,7 +68,7 @@ enum GPSDResponse {
     }
 
     /// `{"class":"ERROR","message":...}`.
-    static func error(_ message: String) -> [UInt8] {
+    package static func error(_ message: String) -> [UInt8] {
         var w = ResponseWriter(className: "ERROR")
         w.string("message", message)
         return w.line()
@@ -76,7 +76,7 @@ enum GPSDResponse {
 
     /// The POLL object: `time` now, `active` devices, and the latest TPV and SKY (each a JSON line).
     /// gpsd also lists a GST object per active device; this service has none to give.
-    static func poll(time: Int64, active: Int, tpv: [UInt8]?, sky: [UInt8]?) -> [UInt8] {
+    package static func poll(time: Int64, active: Int, tpv: [UInt8]?, sky: [UInt8]?) -> [UInt8] {
         var w = ResponseWriter(className: "POLL")
         w.time("time", time)
         w.int("active", active)
@@ -94,7 +94,7 @@ enum GPSDResponse {
     }
 
     /// A PPS object: the second the pulse marks and the system time of the edge.
-    static func pps(path: String, _ offset: TimeOffset, precision: Int = -20) -> [UInt8] {
+    package static func pps(path: String, _ offset: TimeOffset, precision: Int = -20) -> [UInt8] {
         var w = ResponseWriter(className: "PPS")
         w.string("device", path)
         w.timeOffset(offset)
@@ -103,7 +103,7 @@ enum GPSDResponse {
     }
 
     /// A TOFF object: an epoch's in-band time and the system time it arrived.
-    static func toff(path: String, _ offset: TimeOffset) -> [UInt8] {
+    package static func toff(path: String, _ offset: TimeOffset) -> [UInt8] {
         var w = ResponseWriter(className: "TOFF")
         w.string("device", path)
         w.timeOffset(offset)
