@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Runs every GNSSHat test: installs what is missing, builds once, runs the unit tests, then the
-# GNSSProtocol differential tests and a 60 s fuzzing run, the libgpiod v2 build, the Signals,
-# GNSSHat and GPSD tests again under ThreadSanitizer, then the emulated hardware-in-loop rig in QEMU.
-# The static binary is built and smoke-tested before the QEMU rig.
+# GNSSProtocol differential tests and the fuzzers, the libgpiod v2 build, the concurrent parts under
+# ThreadSanitizer, the static binary and the emulated hardware-in-loop rig in QEMU; then the same on
+# the Pi's CPU (aarch64: Debian's Swift 6.2 cross toolchain, the static binary, every test target
+# under qemu-user, the rig on Debian's arm64 kernel), and the Debian packages of both. Each step
+# prints the time since the start; the summary at the end lists each step's own time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-step() { printf '\n=== test: %s (%ds)\n' "$*" $((SECONDS - start)); }
+step_name=
+step_start=$SECONDS
+timings=()
+# Closes the previous step (its own time goes to the summary) and announces the next.
+step() {
+    [ -n "$step_name" ] && timings+=("$(printf '%5d s  %s' $((SECONDS - step_start)) "$step_name")")
+    step_name=$*
+    step_start=$SECONDS
+    printf '\n=== test: %s (%ds)\n' "$*" $((SECONDS - start))
+}
 
 step "setup"
 scripts/setup.sh
@@ -64,43 +75,70 @@ tsan_suites='SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|NTRIPTests|LinuxSyste
 tsan_suites+='|LinuxSystemTests.InputWaitTests|LinuxSystemTests.ReadinessWaiterTests|PiHardwareTests.EdgeWaitTests'
 swift test --sanitize=thread --scratch-path .build/tsan --filter "$tsan_suites"
 
-step "static binary: build, then smoke-test it (decode against the debug build, watch on the simulator)"
-smoke_start=$SECONDS
+# smoke_static ARCH BINARY: the static binary decodes a capture byte for byte as the debug build
+# does, and `watch` on the simulator shows a power-on and 3D fixes.
+smoke_static() {
+    local arch=$1 static=$2 out=.build/static/smoke-$1
+    mkdir -p "$out"
+    local capture=Tests/Fixtures/corpus/gpsd/ublox-8.log
+    cmp <("$static" decode "$capture") <(.build/debug/gnss-hat decode "$capture") ||
+        { echo "test: the $arch static binary decodes $capture differently from the debug build" >&2; exit 1; }
+    # 40 s of simulated time at 20x (2 s): past the simulated cold start (26 s) to 3D fixes.
+    timeout 60 "$static" watch --json --speed 20 --duration 40 >"$out/watch.jsonl" ||
+        { echo "test: the $arch static watch on the simulator failed" >&2; exit 1; }
+    grep -q '"class":"POWER","state":"on"' "$out/watch.jsonl" &&
+        grep -Eq '"class":"TPV".*"mode":3' "$out/watch.jsonl" ||
+        { echo "test: the $arch static watch showed no power-on or no 3D fix ($out/watch.jsonl)" >&2; exit 1; }
+    echo "test: the $arch static binary decodes as the debug build and shows 3D fixes on the simulator"
+}
+
+# hil_self_test [ARGS]: the rig must fail a check that must fail and the Receiver's DDC scenario with a
+# driver that never sets the enable line (both libgpiod builds), and say so.
+hil_self_test() {
+    local hil_status=0 log=.build/hil-selftest$*.log
+    log=${log// /}
+    scripts/hil/run.sh "$@" --self-test-failure --only selftest.broken-driver --only 'v*.receiver.ddc-power-cycle' \
+        >"$log" 2>&1 || hil_status=$?
+    for expected in 'selftest.broken-driver FAIL' 'v1.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high' \
+        'v2.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high'; do
+        if [ "$hil_status" -ne 1 ] || ! grep -q "^  HIL-CHECK $expected" "$log"; then
+            cat "$log"
+            echo "test: the rig ($*) did not report the deliberate failure '$expected' (exit $hil_status)" >&2
+            exit 1
+        fi
+    done
+}
+
+step "static binary (x86_64): build, then smoke-test it"
 # The same flags as the rig's libgpiod v1 build: one scratch path, so the modules the two
 # products share are compiled once.
-GNSSHAT_STATIC_SCRATCH=.build/hil/swift-v1 scripts/build-static.sh
-static=.build/hil/swift-v1/gnss-hat-$(uname -m)
-capture=Tests/Fixtures/corpus/gpsd/ublox-8.log
-cmp <("$static" decode "$capture") <(.build/debug/gnss-hat decode "$capture") ||
-    { echo "test: the static binary decodes $capture differently from the debug build" >&2; exit 1; }
-# 40 s of simulated time at 20x (2 s): past the simulated cold start (26 s) to 3D fixes.
-timeout 20 "$static" watch --json --speed 20 --duration 40 >.build/hil/watch.jsonl ||
-    { echo "test: the static watch on the simulator failed" >&2; exit 1; }
-grep -q '"class":"POWER","state":"on"' .build/hil/watch.jsonl &&
-    grep -Eq '"class":"TPV".*"mode":3' .build/hil/watch.jsonl ||
-    { echo "test: the static watch showed no power-on or no 3D fix (.build/hil/watch.jsonl)" >&2; exit 1; }
+GNSSHAT_STATIC_SCRATCH=.build/hil/swift-v1 scripts/build-static.sh | tee .build/static-x86_64.log
+static=.build/static/gnss-hat-$(uname -m)
+smoke_static "$(uname -m)" "$static"
 hil_pi_status=0
 scripts/hil-pi.sh --board uputronics-gps-rtc --binary "$static" 2>.build/hil/hil-pi.err || hil_pi_status=$?
 [ "$hil_pi_status" -eq 3 ] && grep -q '^hil-pi: refused: ' .build/hil/hil-pi.err ||
     { cat .build/hil/hil-pi.err; echo "test: hil-pi.sh did not refuse off a Pi (exit $hil_pi_status)" >&2; exit 1; }
-echo "test: static binary step took $((SECONDS - smoke_start)) s"
 
 step "emulated hardware-in-loop (QEMU; scripts/hil/README.md)"
 scripts/hil/run.sh
 
 step "hardware-in-loop rig self-test: a failing check and a broken driver must fail the run"
-# One more boot of the same initramfs: the shell check that must fail, and the Receiver's DDC
-# scenario with a driver that never sets the enable line (both libgpiod builds).
-hil_status=0
-scripts/hil/run.sh --self-test-failure --only selftest.broken-driver --only 'v*.receiver.ddc-power-cycle' \
-    >.build/hil-selftest.log 2>&1 || hil_status=$?
-for expected in 'selftest.broken-driver FAIL' 'v1.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high' \
-    'v2.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high'; do
-    if [ "$hil_status" -ne 1 ] || ! grep -q "^  HIL-CHECK $expected" .build/hil-selftest.log; then
-        cat .build/hil-selftest.log
-        echo "test: the rig did not report the deliberate failure '$expected' (exit $hil_status)" >&2
-        exit 1
-    fi
-done
+hil_self_test
 
-step "all passed in $((SECONDS - start)) s"
+step "aarch64: Debian's Swift 6.2 cross toolchain (scripts/setup-aarch64.sh)"
+scripts/setup-aarch64.sh
+
+step "aarch64: static binary, then the same smoke test (run through qemu-aarch64)"
+scripts/build-static.sh aarch64 | tee .build/static-aarch64.log
+smoke_static aarch64 .build/static/gnss-hat-aarch64
+
+step "aarch64: every test target built by Swift 6.2 and run under qemu-user (scripts/test-aarch64.sh)"
+scripts/test-aarch64.sh
+
+step "summary"
+for arch in x86_64 aarch64; do
+    echo "test: size $arch: $(grep -o 'stripped .* MiB)' ".build/static-$arch.log" | tail -1)"
+done
+printf '%s\n' "${timings[@]}"
+echo "test: all passed in $((SECONDS - start)) s"
