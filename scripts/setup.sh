@@ -15,7 +15,9 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 
 # Debian packages: build (pkg-config, libgpiod, libi2c), test oracles and peers (gpsd,
 # gpspipe, gpsdecode, python3-gps), emulated hardware-in-loop (QEMU, busybox, kernel
-# headers matching Debian's current kernel), small tools the scripts use, valgrind
+# headers matching Debian's current kernel; for the arm64 rig qemu-system-arm and the cross gcc that
+# builds its kernel modules), the aarch64 toolchain's needs (scripts/setup-aarch64.sh: debootstrap,
+# qemu-user-static; binutils-aarch64-linux-gnu strips), small tools the scripts use, valgrind
 # (scripts/profile-order.sh), and the MQTT fleet path: libmosquitto for the build, the broker
 # and its command-line clients for the tests (each test starts its own broker on a free
 # loopback port; a system broker that the package may start on 1883 is never used), openssl
@@ -34,6 +36,7 @@ PACKAGES=(
     python3 python3-venv python3-gps
     gpsd gpsd-clients gpsd-tools
     qemu-system-x86 busybox-static cpio linux-headers-amd64 xz-utils
+    qemu-system-arm gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu debootstrap qemu-user-static
     valgrind
     libmosquitto-dev mosquitto mosquitto-clients python3-paho-mqtt openssl
     dpkg-dev cmake libssl-dev

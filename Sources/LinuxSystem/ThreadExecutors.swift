@@ -307,10 +307,14 @@ final class TimerThread: Sendable {
         }
     }
 
-    /// Drops the call `id` if it has not been made: no wake-up is left behind for it.
+    /// Drops the call `id` if it has not been made: no wake-up is left behind for it. (The timer
+    /// thread sleeps until the earliest deadline; when that was this call's, it is woken now to
+    /// sleep until the next one, rather than later, for nothing, while the process may be idle.)
     func cancelCall(_ id: UInt64) {
         pending.withLock { pending in
-            pending.remove { if case .call(id, _) = $0 { true } else { false } }
+            if pending.remove(where: { if case .call(id, _) = $0 { true } else { false } }) {
+                self.pending.signalOne()
+            }
         }
     }
 }
@@ -437,12 +441,15 @@ struct DeadlineQueue<Element> {
     }
 
     /// Removes the items `predicate` picks (linear, then the heap is made again: for the few items
-    /// a timer thread holds).
-    mutating func remove(where predicate: (Element) -> Bool) {
+    /// a timer thread holds); true when that moved the earliest deadline (a wait until it is stale).
+    @discardableResult
+    mutating func remove(where predicate: (Element) -> Bool) -> Bool {
         let kept = heap.filter { !predicate($0.item) }
-        guard kept.count != heap.count else { return }
+        guard kept.count != heap.count else { return false }
+        let earliestBefore = earliest
         heap = []
         for entry in kept.sorted(by: { $0.precedes($1) }) { heap.append(entry) }
+        return earliest != earliestBefore
     }
 
     mutating func close() {

@@ -73,6 +73,21 @@ struct ExecutorQueueTests {
         #expect(queue.earliest == nil)
     }
 
+    @Test("removing items tells whether the earliest deadline moved (the timer thread's wait is then stale)")
+    func removal() {
+        var queue = DeadlineQueue<String>()
+        for (name, at) in [("a", 10), ("b", 20), ("c", 30)] as [(String, Int64)] {
+            queue.insert(name, at: MonotonicInstant(nanoseconds: at))
+        }
+        #expect(!queue.remove { $0 == "b" })
+        #expect(!queue.remove { $0 == "none" })
+        #expect(queue.earliest == MonotonicInstant(nanoseconds: 10))
+        #expect(queue.remove { $0 == "a" })
+        #expect(queue.earliest == MonotonicInstant(nanoseconds: 30))
+        #expect(queue.remove { $0 == "c" })
+        #expect(queue.earliest == nil && queue.count == 0)
+    }
+
     @Test("a deadline past the end of time saturates instead of overflowing")
     func saturates() {
         let late = MonotonicInstant(nanoseconds: .max - 5).advanced(by: .seconds(1))

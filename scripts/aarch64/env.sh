@@ -43,14 +43,17 @@ a64_root() {
 
 a64_swift() {
     local pkgconfig=$A64_SYSROOT/usr/lib/aarch64-linux-gnu/pkgconfig:$A64_SYSROOT/usr/share/pkgconfig
-    local gpiod_v2=1
+    local gpiod_v2=1 first=
     if [ "${A64_GPIOD:-v2}" = v1 ]; then
         pkgconfig=$A64_GPIOD_V1/lib/pkgconfig:$pkgconfig
         gpiod_v2=0
+        # SwiftPM looks for a system library's .pc file itself: in PKG_CONFIG_PATH first, then in
+        # the sysroot's own folders (where sid's libgpiod 2.x is), never in PKG_CONFIG_LIBDIR.
+        first="PKG_CONFIG_PATH=$A64_GPIOD_V1/lib/pkgconfig"
     fi
     local quoted
     quoted=$(printf '%q ' "$@")
-    a64_root "env PKG_CONFIG_LIBDIR=$pkgconfig PKG_CONFIG_SYSROOT_DIR=$A64_SYSROOT GNSSHAT_GPIOD_V2=$gpiod_v2 \
+    a64_root "env $first PKG_CONFIG_LIBDIR=$pkgconfig PKG_CONFIG_SYSROOT_DIR=$A64_SYSROOT GNSSHAT_GPIOD_V2=$gpiod_v2 \
         GNSSHAT_GPIOD_V2_LIBDIR=/usr/lib/aarch64-linux-gnu \
         swift $quoted --swift-sdks-path $A64_SDKS --swift-sdk $A64_SDK"
 }

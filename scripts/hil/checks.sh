@@ -239,6 +239,78 @@ check_modules_reload() {
     gpiodetect | grep -q "\[gnss-hat-sim\] (6 lines)" || fail "the default chip did not come back"
 }
 
+# task_switches PID: "TID COMM VOLUNTARY" for every thread of process PID, one per line.
+task_switches() {
+    for task in /proc/"$1"/task/*; do
+        echo "${task##*/} $(cat "$task/comm") $(sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "$task/status")"
+    done
+}
+
+# serve_failed WHAT: fails check serve.idle-wake-ups with the service's log and the watcher's lines
+# shown, naming a crash (the service gone, its fatal error) before what did not happen.
+serve_failed() {
+    echo "--- gnss-hat serve's log:"
+    cat /tmp/serve.log
+    echo "--- the watcher's lines:"
+    cut -c1-160 /tmp/client.out 2>/dev/null
+    if ! serve_alive; then
+        fail "gnss-hat serve died: $(grep -m 1 -e 'Fatal error' -e 'error:' /tmp/serve.log || echo 'no message')"
+    fi
+    fail "gnss-hat serve $1"
+}
+
+# serve_alive: whether the service still runs (a process that died is a zombie until waited for).
+serve_alive() { [ -d /proc/"$server" ] && ! grep -q '^State:[[:space:]]*Z' /proc/"$server"/status; }
+# serve_shows PATTERN FILE: whether FILE has a line matching PATTERN; fails at once if the service died.
+serve_shows() {
+    serve_alive || serve_failed "died"
+    grep -q "$1" "$2"
+}
+
+# The idle promise of `gnss-hat serve` (issue 34): once the last watcher left and the linger
+# passed, no thread of the service wakes up while nobody watches: over 5 s, not one voluntary
+# context switch (a sleep that ended) in any of its threads. A client first watches until the
+# simulator board's receiver is on, then leaves; --verbose logs when the device closed (power off).
+check_serve_idle_wake_ups() {
+    set -e
+    ip link set lo up
+    gnss-hat serve --board simulator --listen 127.0.0.1:2947 --linger 1 --verbose 2>/tmp/serve.log &
+    server=$!
+    client=
+    trap 'kill $server $client 2>/dev/null' EXIT
+    wait_until 300 serve_shows 'listening on 127.0.0.1:2947' /tmp/serve.log || serve_failed "did not listen"
+    mkfifo /tmp/client.in
+    nc 127.0.0.1 2947 </tmp/client.in >/tmp/client.out &
+    client=$!
+    exec 3>/tmp/client.in
+    # A watcher that could not connect is found below, not by a SIGPIPE here.
+    trap '' PIPE
+    printf '?WATCH={"enable":true,"json":true};\n' >&3 || true
+    wait_until 300 serve_shows '"class":"TPV"' /tmp/client.out || serve_failed "sent the watcher no report within 30 s"
+    grep -q '"class":"DEVICE".*"activated"' /tmp/client.out || fail "the watcher never saw the device activated"
+    cut -c1-100 /tmp/client.out | head -n 5
+    exec 3>&-
+    kill "$client" 2>/dev/null || true
+    wait "$client" 2>/dev/null || true  # (killed: no "Terminated" notice in the output)
+    client=
+    wait_until 300 serve_shows 'device .* closed' /tmp/serve.log || serve_failed "did not switch the receiver off"
+    cat /tmp/serve.log
+    task_switches "$server" >/tmp/switches.before
+    sleep 5
+    task_switches "$server" >/tmp/switches.after
+    echo "threads (tid, name, voluntary context switches) after the 5 s:"
+    cat /tmp/switches.after
+    serve_alive || serve_failed "ended while idle"
+    woken=$(awk 'NR == FNR { before[$1] = $3; next }
+        { woke = $3 - before[$1]; if (woke != 0) printf "%s%s (%s) %d", sep, $2, $1, woke; if (woke != 0) sep = ", " }
+        ' /tmp/switches.before /tmp/switches.after)
+    [ -z "$woken" ] || fail "threads woke up while nobody watched for 5 s: $woken"
+    [ "$(wc -l </tmp/switches.before)" = "$(wc -l </tmp/switches.after)" ] || fail "threads came or went while idle"
+    kill -TERM "$server"
+    wait "$server" || fail "gnss-hat serve exited with status $? on SIGTERM"
+    trap - EXIT
+}
+
 # The kernel logged no warning, oops or bug while the checks and scenarios ran.
 check_kernel_log() {
     if dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|refcount_t:|INFO: task'; then
