@@ -26,7 +26,8 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 # with paho-mqtt, and python3-gps exists only for Debian's python. The Debian packages
 # (scripts/package.sh, scripts/package-test.sh): lintian, debootstrap for the test roots, systemd for
 # systemd-analyze verify and systemctl --root (no running systemd needed), and bash-completion to
-# try the packaged completion.
+# try the packaged completion. Network faults (scripts/netfault.sh): iproute2 for the namespaces, the veth
+# pair and tc's tbf, nftables for the loss and the partition. The soak's plot (scripts/soak.sh): gnuplot.
 PACKAGES=(
     pkg-config gcc make file
     libgpiod-dev gpiod libi2c-dev i2c-tools
@@ -37,6 +38,7 @@ PACKAGES=(
     libmosquitto-dev mosquitto mosquitto-clients python3-paho-mqtt openssl
     dpkg-dev cmake libssl-dev
     lintian debootstrap systemd bash-completion
+    iproute2 nftables gnuplot-nox
 )
 
 missing=()
