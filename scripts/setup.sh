@@ -29,7 +29,9 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 # (scripts/package.sh, scripts/package-test.sh): lintian, debootstrap for the test roots, systemd for
 # systemd-analyze verify and systemctl --root (no running systemd needed), and bash-completion to
 # try the packaged completion. NTRIP: RTKLIB's str2str (rtklib) as a caster and socat's OpenSSL
-# listener as a TLS front for the tests' own caster.
+# listener as a TLS front for the tests' own caster. Network faults (scripts/netfault.sh): iproute2 for
+# the namespaces, the veth pair and tc's tbf, nftables for the loss and the partition. The soak's plot
+# (scripts/soak.sh): gnuplot.
 PACKAGES=(
     pkg-config gcc make file
     libgpiod-dev gpiod libi2c-dev i2c-tools
@@ -42,6 +44,7 @@ PACKAGES=(
     dpkg-dev cmake libssl-dev
     lintian debootstrap systemd bash-completion
     rtklib socat
+    iproute2 nftables gnuplot-nox
 )
 
 missing=()

@@ -47,7 +47,11 @@ public final class SimulatedHat: ReceiverHardware, ActivityReporting {
     }
     /// Tests: runs once the host's open of the in-process link has been accepted, before the
     /// open returns, so that a fault can come in the middle of an open deterministically.
-    private let hostOpenAccepted = Lock<(@Sendable () -> Void)?>(nil)
+    /// (A closure in a struct: see `SimulatedReceiver`'s sink.)
+    private let hostOpenAccepted = Lock(HostOpenHook())
+    private struct HostOpenHook {
+        var body: (@Sendable () -> Void)?
+    }
     private let reader = SerialThread(name: "gnss-sim-reader")
     /// Wakes the reader, which otherwise waits for the host with no timeout (an idle simulator
     /// does not wake the process).
@@ -170,7 +174,7 @@ public final class SimulatedHat: ReceiverHardware, ActivityReporting {
     /// open has been accepted, on a pseudo-terminal once the device is open and before the open
     /// is checked against the hat's terminal.
     func whenHostOpenAccepted(_ body: (@Sendable () -> Void)?) {
-        hostOpenAccepted.withLock { $0 = body }
+        hostOpenAccepted.withLock { $0.body = body }
     }
 
     /// Whether the device is there.
@@ -252,7 +256,7 @@ public final class SimulatedHat: ReceiverHardware, ActivityReporting {
             // hand out as this hat's.
             guard let terminal = state.withLock({ $0.present ? $0.terminal : nil }) else { throw notFound("simulator") }
             let port = try SerialPort(path: terminal.devicePath, speed: speed)
-            hostOpenAccepted.withLock { $0 }?()
+            hostOpenAccepted.withLock { $0.body }?()
             guard state.withLock({ $0.present && $0.terminal === terminal }) else {
                 port.close()
                 throw notFound(terminal.devicePath)
@@ -271,7 +275,7 @@ public final class SimulatedHat: ReceiverHardware, ActivityReporting {
                 return true
             }
             guard attached else { throw notFound("simulator") }
-            hostOpenAccepted.withLock { $0 }?()
+            hostOpenAccepted.withLock { $0.body }?()
             return TrafficCountingLink(inner: link, traffic: traffic)
         }
     }

@@ -20,7 +20,15 @@ public final class SimulatedReceiver: Sendable {
     public let timing: Timing
     let clock: SimulationClock
     private let state: Lock<ReceiverMachine>
-    private let sink = Lock<(@Sendable ([UInt8]) -> Void)?>(nil)
+    /// In a struct, not as the lock's state itself: a closure that is a `Lock`'s whole state comes back
+    /// from `withLock { $0 }` wrapped in two more reabstraction thunks each time, and is stored back so
+    /// (Swift 6.3.1, debug and release builds): each call then runs through every earlier read's thunks,
+    /// memory grows with every delivery, and a day's chain overflows the stack (scripts/soak.sh found it).
+    private struct Sink {
+        var send: (@Sendable ([UInt8]) -> Void)?
+    }
+
+    private let sink = Lock(Sink())
     private let timer = Lock<(generation: UInt64, task: Task<Void, Never>?)>((0, nil))
     /// The receiver's time pulse, as a GPIO edge source.
     public let ppsOutput = SimulatedEdgeSource(name: "simulated PPS")
@@ -34,7 +42,7 @@ public final class SimulatedReceiver: Sendable {
 
     /// Sends the receiver's output to `sink` from now on (nil: nowhere).
     public func connect(output: (@Sendable ([UInt8]) -> Void)?) {
-        sink.withLock { $0 = output }
+        sink.withLock { $0.send = output }
     }
 
     // MARK: - Observing
@@ -160,7 +168,7 @@ public final class SimulatedReceiver: Sendable {
     }
 
     private func deliver(_ output: ReceiverOutput) {
-        if !output.bytes.isEmpty, let sink = sink.withLock({ $0 }) { sink(output.bytes) }
+        if !output.bytes.isEmpty, let send = sink.withLock({ $0.send }) { send(output.bytes) }
         for edge in output.pulses { ppsOutput.emit(edge) }
     }
 

@@ -2,6 +2,7 @@
 // clients watch.
 
 import GNSSHat
+import GNSSHatSimulator
 import GPSD
 import GPSDProtocol
 import LinuxSystem
@@ -23,11 +24,13 @@ enum ServeCommand: Subcommand {
             .value("chrony-pps-socket", "PATH", "feed chrony's SOCK refclock at PATH with PPS edges (keeps it on)"),
             .flag("early-position", "publish a TPV as soon as an epoch's position is known"),
             .value("nice", "N", "scheduling priority, -20 to 19, as gpsd's (default: -10 where allowed)"),
+            .value("speed", "N", "run a simulated board's clock N times faster (1 to 1000; soak and fault tests)"),
         ] + MQTTOptions.specs,
         details: """
             Speaks gpsd's JSON protocol (gpspipe, cgps, python3-gps, chrony, ...) for one board. --linger defaults
-            to 5 s here; --verbose logs clients, power and errors to standard error. Runs until SIGTERM or SIGINT
-            (exit status 0; 4 if the receiver could not be switched off).
+            to 5 s here; --verbose logs clients, power and errors to standard error, and at the stop what the
+            receiver and the bridge counted. Runs until SIGTERM or SIGINT (exit status 0; 4 if the receiver could
+            not be switched off).
             """ + "\n" + MQTTOptions.details + "\n" + """
             example: gnss-hat serve --board uputronics-gps-rtc --listen 0.0.0.0:2947
             example: gnss-hat serve --mqtt mqtts://pi1@broker.lan --mqtt-password-file /etc/gnss-hat/mqtt-password
@@ -42,6 +45,7 @@ enum ServeCommand: Subcommand {
             throw UsageError("--nice needs a whole number from -20 to 19, not '\(arguments.value("nice") ?? "")'")
         }
         let minimumOff = try arguments.seconds("min-off")
+        let speed = try arguments.number("speed", in: 1...1000)
         let verbose = arguments.verbose
         // The bridge's problems (a broker that refuses us, one that went away) are always printed;
         // what it does (consumers, power) with --verbose.
@@ -59,10 +63,10 @@ enum ServeCommand: Subcommand {
         setPriority(niceOption, log: log)
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
-        let receiver = try makeReceiver(board: board, linger: linger, arguments)
+        let (receiver, clock) = try makeReceiver(board: board, speed: speed, linger: linger, arguments)
         let source = GPSDSource.receiver(receiver)
         let server = try makeServer(source: source, listen: listen, log: log, arguments)
-        let bridge = try await startBridge(mqtt, receiver: receiver)
+        let bridge = try await startBridge(mqtt, receiver: receiver, clock: clock)
         standardError("gnss-hat serve: board \(board.name), device \(source.device.path), listening on "
             + server.addresses.map(\.description).joined(separator: ", "))
         // The loop gets a thread of its own rather than blocking one of the few task threads.
@@ -75,6 +79,7 @@ enum ServeCommand: Subcommand {
         await server.waitUntilStopped()
         // The receiver is off: the bridge says so, says offline, and keeps what the broker lacks.
         await bridge?.stop()
+        if verbose { summarize(receiver.statistics, bridge?.statistics) }
         // The last power-off may have failed (an output line that could not be driven even after
         // its retries): then the receiver may still draw power, and the exit status says so.
         if let failure = receiver.statistics.powerOffFailure {
@@ -113,19 +118,24 @@ enum ServeCommand: Subcommand {
         }
     }
 
-    /// The service's Receiver on `board`.
-    static func makeReceiver(board: Board, linger: Duration, _ arguments: ParsedArguments) throws -> Receiver {
+    /// The service's Receiver on `board`, on a clock `speed` times faster when given (the receiver, its
+    /// linger and the bridge's standing demand run on it; a board whose time is not simulated refuses it),
+    /// else on the receiver's own default clock.
+    static func makeReceiver(board: Board, speed: Double?, linger: Duration, _ arguments: ParsedArguments) throws
+        -> (Receiver, AcceleratedClock?)
+    {
         // --early-position: the receiver hands out each epoch's provisional fix, which the source reports.
         // The service runs in real time, so a simulated receiver tells the system's UTC (a chrony
         // fed from it must not be a fixed day off).
         // The aiding state (a board whose power-off cuts the supply restarts aided, not cold).
         let stateDirectory = StateDirectory.resolve(
             arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
-        return try Receiver(
-            board: board,
-            options: ReceiverOptions(
-                linger: linger, provisionalFixes: arguments.flag("early-position"), stateDirectory: stateDirectory),
-            hardware: CommandHardware.providers(simulatedDayStartsNow: true))
+        let options = ReceiverOptions(
+            linger: linger, provisionalFixes: arguments.flag("early-position"), stateDirectory: stateDirectory)
+        let hardware = CommandHardware.providers(simulatedDayStartsNow: true)
+        guard let speed else { return (try Receiver(board: board, options: options, hardware: hardware), nil) }
+        let clock = try CommandHardware.clock(speed: speed, board: board, providers: hardware)
+        return (try Receiver(board: board, options: options, hardware: hardware, clock: clock), clock)
     }
 
     /// The gpsd service on `listen`, with the options that shape it.
@@ -148,13 +158,17 @@ enum ServeCommand: Subcommand {
     }
 
     /// The MQTT bridge, started, when `--mqtt` asks for one.
-    static func startBridge(_ mqtt: MQTTBridgeConfiguration?, receiver: Receiver) async throws -> MQTTBridge? {
+    static func startBridge(
+        _ mqtt: MQTTBridgeConfiguration?, receiver: Receiver, clock: AcceleratedClock?
+    ) async throws -> MQTTBridge? {
         // The bridge starts before the service serves, and never waits for the broker: one that is
         // down or refuses us is retried in the background while gpsd clients are served.
         guard let mqtt else { return nil }
         let bridge: MQTTBridge
         do {
-            bridge = try MQTTBridge(receiver: receiver, configuration: mqtt)
+            bridge = try clock.map { clock in
+                try MQTTBridge(receiver: receiver, configuration: mqtt, clock: clock)
+            } ?? MQTTBridge(receiver: receiver, configuration: mqtt)
             try bridge.start()
         } catch {
             await receiver.shutdown()
@@ -163,6 +177,23 @@ enum ServeCommand: Subcommand {
         standardError("gnss-hat serve: mqtt: publishing to \(mqtt.connection.broker) as "
             + "\(mqtt.topics.device), the journal in \(mqtt.journalDirectory)")
         return bridge
+    }
+
+    /// What the run counted, for a soak or a fault test reading the log: the receiver's power-ons and
+    /// time powered (on its clock: simulated time under --speed), and what the bridge journaled, the
+    /// broker acknowledged and the journal still holds.
+    static func summarize(_ receiver: ReceiverStatistics, _ bridge: MQTTBridgeStatistics?) {
+        let firstFixes = receiver.timesToFirstFix.compactMap { $0 }.sorted()
+        let median = firstFixes.isEmpty ? "none" : SimulatedSeconds.format(
+            SimulatedSeconds.value(firstFixes[firstFixes.count / 2])) + " s"
+        standardError("gnss-hat serve: receiver: \(receiver.powerOns) power-ons (\(receiver.failedPowerOns) failed), "
+            + "powered for \(SimulatedSeconds.format(SimulatedSeconds.value(receiver.timePowered))) s, "
+            + "\(receiver.epochs) epochs, \(receiver.fixes) fixes with a position; median time to first fix \(median) "
+            + "(of the last \(firstFixes.count) power-ons with a fix)")
+        guard let bridge else { return }
+        standardError("gnss-hat serve: mqtt: \(bridge.fixes) fixes journaled, \(bridge.acknowledged) records "
+            + "acknowledged, \(bridge.journalPending) left in the journal, \(bridge.journalDropped) dropped by its "
+            + "limits, \(bridge.refused) refused")
     }
 
     static func standardError(_ line: String) {
