@@ -109,10 +109,10 @@ for arch in "${arches[@]}"; do
     if [ "$(cat "$base.recipe" 2>/dev/null)" != "$recipe" ]; then
         say "debootstrap $SUITE $arch (minbase, $INCLUDE) into $base"
         "${SUDO[@]}" rm -rf "$base" "$base.new"
-        mkdir -p "$ROOTS/cache"
+        mkdir -p "$ROOTS/cache-$arch"
         # debootstrap mounts /proc and /sys in the root: in a mount namespace of its own they go with it.
         "${SUDO[@]}" unshare --mount --fork debootstrap --arch="$arch" --variant=minbase --include="$INCLUDE" \
-            --cache-dir="$ROOTS/cache" "$SUITE" "$base.new" "$MIRROR" >"$base.log" 2>&1 ||
+            --cache-dir="$ROOTS/cache-$arch" "$SUITE" "$base.new" "$MIRROR" >"$base.log" 2>&1 ||
             { tail -15 "$base.log" >&2; die "debootstrap $SUITE $arch failed (whole log: $base.log; a foreign root needs qemu-user registered with binfmt_misc)"; }
         "${SUDO[@]}" mv "$base.new" "$base"
         echo "$recipe" >"$base.recipe"

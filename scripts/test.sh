@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs every GNSSHat test: installs what is missing, builds once, runs the unit tests, then the
 # GNSSProtocol differential tests and the fuzzers, the libgpiod v2 build, the concurrent parts under
-# ThreadSanitizer, the static binary and the emulated hardware-in-loop rig in QEMU; then the same on
-# the Pi's CPU (aarch64: Debian's Swift 6.2 cross toolchain, the static binary, every test target
-# under qemu-user, the rig on Debian's arm64 kernel), and the Debian packages of both. Each step
-# prints the time since the start; the summary at the end lists each step's own time.
+# ThreadSanitizer, the static binary, the emulated hardware-in-loop rig in QEMU, the amd64 Debian
+# package, the soak and the network faults. Beside those, from the end of the debug build on, the
+# same on the Pi's CPU runs as a second lane (scripts/test-aarch64-lane.sh: Debian's Swift 6.2 cross
+# toolchain, the static binary, every test target under qemu-user, the rig on Debian's arm64 kernel,
+# the arm64 package), its output in .build/test-aarch64-lane.log and its step lines here. Each step
+# prints the time since the start; the summary at the end lists each step's own time, both lanes'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -38,6 +40,15 @@ if grep -q 'warning:' .build/build.log; then
     echo "test: the build has warnings (see .build/build.log)" >&2
     exit 1
 fi
+
+# The aarch64 lane from here on, beside the x86_64 steps: its step lines show here, the rest goes to
+# its log; a failure of the x86_64 steps stops it.
+mkdir -p .build
+lane_started=$((SECONDS - start))
+setsid scripts/test-aarch64-lane.sh >.build/test-aarch64-lane.log 2>&1 &
+lane_pid=$!
+trap '[ -n "${lane_pid:-}" ] && kill -TERM -- "-$lane_pid" 2>/dev/null' EXIT
+tail -n +1 --pid="$lane_pid" -f .build/test-aarch64-lane.log 2>/dev/null | grep --line-buffered -E '^=== aarch64 lane|^aarch64 lane' &
 
 step "unit tests"
 # GNSSProtocol's differential tests have their own step below; GPSD's (real gpsd on the same
@@ -75,46 +86,12 @@ tsan_suites='SignalsTests|GNSSHatTests|GPSDTests|MQTTTests|NTRIPTests|LinuxSyste
 tsan_suites+='|LinuxSystemTests.InputWaitTests|LinuxSystemTests.ReadinessWaiterTests|PiHardwareTests.EdgeWaitTests'
 swift test --sanitize=thread --scratch-path .build/tsan --filter "$tsan_suites"
 
-# smoke_static ARCH BINARY: the static binary decodes a capture byte for byte as the debug build
-# does, and `watch` on the simulator shows a power-on and 3D fixes.
-smoke_static() {
-    local arch=$1 static=$2 out=.build/static/smoke-$1
-    mkdir -p "$out"
-    local capture=Tests/Fixtures/corpus/gpsd/ublox-8.log
-    cmp <("$static" decode "$capture") <(.build/debug/gnss-hat decode "$capture") ||
-        { echo "test: the $arch static binary decodes $capture differently from the debug build" >&2; exit 1; }
-    # 40 s of simulated time at 20x (2 s): past the simulated cold start (26 s) to 3D fixes.
-    timeout 60 "$static" watch --json --speed 20 --duration 40 >"$out/watch.jsonl" ||
-        { echo "test: the $arch static watch on the simulator failed" >&2; exit 1; }
-    grep -q '"class":"POWER","state":"on"' "$out/watch.jsonl" &&
-        grep -Eq '"class":"TPV".*"mode":3' "$out/watch.jsonl" ||
-        { echo "test: the $arch static watch showed no power-on or no 3D fix ($out/watch.jsonl)" >&2; exit 1; }
-    echo "test: the $arch static binary decodes as the debug build and shows 3D fixes on the simulator"
-}
-
-# hil_self_test [ARGS]: the rig must fail a check that must fail and the Receiver's DDC scenario with a
-# driver that never sets the enable line (both libgpiod builds), and say so.
-hil_self_test() {
-    local hil_status=0 log=.build/hil-selftest$*.log
-    log=${log// /}
-    scripts/hil/run.sh "$@" --self-test-failure --only selftest.broken-driver --only 'v*.receiver.ddc-power-cycle' \
-        >"$log" 2>&1 || hil_status=$?
-    for expected in 'selftest.broken-driver FAIL' 'v1.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high' \
-        'v2.receiver.ddc-power-cycle FAIL: .*GNSS_PWR_EN high'; do
-        if [ "$hil_status" -ne 1 ] || ! grep -q "^  HIL-CHECK $expected" "$log"; then
-            cat "$log"
-            echo "test: the rig ($*) did not report the deliberate failure '$expected' (exit $hil_status)" >&2
-            exit 1
-        fi
-    done
-}
-
 step "static binary (x86_64): build, then smoke-test it"
 # The same flags as the rig's libgpiod v1 build: one scratch path, so the modules the two
 # products share are compiled once.
 GNSSHAT_STATIC_SCRATCH=.build/hil/swift-v1 scripts/build-static.sh | tee .build/static-x86_64.log
 static=.build/static/gnss-hat-$(uname -m)
-smoke_static "$(uname -m)" "$static"
+scripts/smoke-static.sh "$(uname -m)" "$static"
 hil_pi_status=0
 scripts/hil-pi.sh --board uputronics-gps-rtc --binary "$static" 2>.build/hil/hil-pi.err || hil_pi_status=$?
 [ "$hil_pi_status" -eq 3 ] && grep -q '^hil-pi: refused: ' .build/hil/hil-pi.err ||
@@ -124,21 +101,31 @@ step "emulated hardware-in-loop (QEMU; scripts/hil/README.md)"
 scripts/hil/run.sh
 
 step "hardware-in-loop rig self-test: a failing check and a broken driver must fail the run"
-hil_self_test
+scripts/hil/self-test.sh --arch x86_64
 
-step "aarch64: Debian's Swift 6.2 cross toolchain (scripts/setup-aarch64.sh)"
-scripts/setup-aarch64.sh
+step "the amd64 Debian package: built, lintian, its bash completion, installed and removed in a bookworm root"
+scripts/package-test.sh --arch amd64
 
-step "aarch64: static binary, then the same smoke test (run through qemu-aarch64)"
-scripts/build-static.sh aarch64 | tee .build/static-aarch64.log
-smoke_static aarch64 .build/static/gnss-hat-aarch64
+step "a simulated hour of churn (scripts/soak.sh 1): memory, descriptors and threads flat, the receiver off at the end"
+scripts/soak.sh 1
 
-step "aarch64: every test target built by Swift 6.2 and run under qemu-user (scripts/test-aarch64.sh)"
-scripts/test-aarch64.sh
+step "network faults against the real broker (scripts/netfault.sh): loss, a slow link, a partition, restarts"
+scripts/netfault.sh
+
+step "the aarch64 lane (scripts/test-aarch64-lane.sh, started at ${lane_started} s): waiting for it to end"
+lane_status=0
+wait "$lane_pid" || lane_status=$?
+lane_pid=
+if [ "$lane_status" -ne 0 ]; then
+    tail -60 .build/test-aarch64-lane.log
+    echo "test: the aarch64 lane failed (exit $lane_status; whole log: .build/test-aarch64-lane.log)" >&2
+    exit 1
+fi
 
 step "summary"
 for arch in x86_64 aarch64; do
     echo "test: size $arch: $(grep -o 'stripped .* MiB)' ".build/static-$arch.log" | tail -1)"
 done
 printf '%s\n' "${timings[@]}"
+grep -E '^ *[0-9]+ s  aarch64: ' .build/test-aarch64-lane.log
 echo "test: all passed in $((SECONDS - start)) s"

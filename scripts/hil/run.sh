@@ -74,8 +74,10 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
 APT_QUIET=(-q -o APT::Sandbox::User=root)
 
 mkdir -p "$HIL"
-exec 9>"$HIL/lock"
-flock 9 || die "cannot lock $HIL/lock"
+# One run per machine at a time; the two machines' caches are apart, so x86_64 and aarch64 may run
+# side by side (scripts/test.sh does).
+exec 9>"$HIL/lock-$arch"
+flock 9 || die "cannot lock $HIL/lock-$arch"
 
 # --- 1. Debian's kernel: vmlinuz and the modules we need, keyed on the kernel version -----
 # The version linux-headers-amd64 (installed by scripts/setup.sh) points at is the one
