@@ -123,10 +123,11 @@ struct CommandTests {
               + "the simulated hat's own record on at \(hatOn), off at \(hatOff)")
         #expect(reportedOn.count == 6 && reportedOff.count == 6, "\(powers)")
         #expect(hatOn.count == reportedOn.count && hatOff.count == reportedOff.count)
-        // The same cycles: each edge within a few simulated seconds (the watch's clock runs 200 times real time,
-        // so a millisecond of scheduling is 0.2 s; the cycles are 600 s apart).
+        // The same cycles, edge for edge: "powering on" is timed as the sequence begins, the hat's as its supply
+        // switches (the first time after the lines are requested), and the clock runs 200 times real time, so a
+        // millisecond between them is 0.2 s; 10 s is 50 ms under load, and the cycles are 600 s apart.
         for (ours, hats) in zip(reportedOn + reportedOff, hatOn + hatOff) {
-            #expect(abs(ours - hats) < 5, "reported \(ours) s, the hat \(hats) s")
+            #expect(abs(ours - hats) < 10, "reported \(ours) s, the hat \(hats) s")
         }
         // Each power cycle is the duty cycle's: woken for a fix, off again until the next.
         let wakes = powers.filter { $0["state"] as? String == "powering on" }.map { $0["reason"] as? String }
