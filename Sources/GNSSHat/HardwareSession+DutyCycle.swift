@@ -20,7 +20,7 @@ extension HardwareSession {
         for action in actions {
             switch action {
             case .powerOn:
-                try await ensureOn()
+                try await ensureOn(for: .dutyCycleWake)
                 let now = clock.now()
                 updatePlan { plan in
                     plan.acquiringSince = now
@@ -31,7 +31,7 @@ extension HardwareSession {
                 reportFixes(true)
             case .powerOff:
                 reportFixes(false)
-                await powerOffForPlan()
+                await powerOffForPlan(.dutyCycleSleep)
                 let now = clock.now()
                 if let replacement = retimeDutyCycle() {
                     // The measured starts no longer pay for this duty cycle: the plan they pay for.

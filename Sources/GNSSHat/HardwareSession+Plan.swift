@@ -168,8 +168,13 @@ extension HardwareSession {
         case let .start(emitter, demand, _):
             setEmitter(emitter)
             plan.withLock { $0.demand = demand }
-            // A failure here is the start's: the signal then runs `stop`.
-            try await apply(choosePlan())
+            // A failure here is the start's: the signal then runs `stop`, which powers off for it.
+            do {
+                try await apply(choosePlan())
+            } catch {
+                hardwarePower.noteFailure(error)
+                throw error
+            }
         case let .replan(demand, _):
             guard emitter != nil else { return }
             plan.withLock { $0.demand = demand }
@@ -203,6 +208,7 @@ extension HardwareSession {
         do {
             try await body()
         } catch {
+            hardwarePower.noteFailure(error)
             emitter?.fail(error)
         }
     }
@@ -249,11 +255,11 @@ extension HardwareSession {
         case .off:
             return
         case .continuous:
-            try await ensureOn()
+            try await ensureOn(for: .demand)
             await leavePowerSave()
             updatePlan { $0.phase = .on }
         case .receiverPowerSave(let interval):
-            try await ensureOn()
+            try await ensureOn(for: .demand)
             if let refusal = await enterPowerSave(interval: interval) {
                 updatePlan { plan in
                     plan.powerSaveRefused = true
@@ -277,8 +283,9 @@ extension HardwareSession {
 
     // MARK: - Power
 
-    /// Powers the receiver on unless the plan already has; restores aiding after a supply cut.
-    func ensureOn() async throws {
+    /// Powers the receiver on for `reason` unless the plan already has; restores aiding after a
+    /// supply cut. The hardware is `powering on` from the start of the sequence, `on` once it is done.
+    func ensureOn(for reason: HardwarePowerChange.Reason) async throws {
         let now = clock.now()
         let alreadyOn = plan.withLock { plan -> Bool in
             if plan.hardwareOn { return true }
@@ -291,15 +298,20 @@ extension HardwareSession {
             return false
         }
         guard !alreadyOn else { return }
+        recordPower(.poweringOn, reason)
         try await hardwareOn()
         if !board.power.offKeepsBackup, await restoreAiding() {
             plan.withLock { $0.startKind = .aided }
         }
+        recordPower(.on, reason)
     }
 
-    /// Powers the receiver off (saving the aiding first when the supply is cut) if the plan powered it on.
-    func powerOffForPlan() async {
+    /// Powers the receiver off for `reason` (saving the aiding first when the supply is cut) if the
+    /// plan powered it on. The hardware is `powering off` from the start, then what the board's
+    /// power-off leaves (off, standby, backup); a power-off that may have left it powered says why.
+    func powerOffForPlan(_ reason: HardwarePowerChange.Reason) async {
         guard plan.withLock({ $0.hardwareOn }) else { return }
+        recordPower(.poweringOff, reason)
         if !board.power.offKeepsBackup { await saveAiding() }
         await hardwareOff()
         let now = clock.now()
@@ -309,6 +321,13 @@ extension HardwareSession {
             plan.poweredOffAt = now
             plan.phase = .off
         }
+        let failure = statistics.powerOffFailure
+        recordPower(HardwarePower.afterPowerOff(board.power), failure.map { .failure($0) } ?? reason)
+    }
+
+    /// Records a change of the hardware's power, now on the session's clock.
+    func recordPower(_ power: HardwarePower, _ reason: HardwarePowerChange.Reason) {
+        hardwarePower.record(power, reason, at: clock.now())
     }
 
     private func endPlan() async {
@@ -322,7 +341,7 @@ extension HardwareSession {
             plan.planSince = now
             plan.choice = PowerPlanChoice(plan: .off, reason: "nobody needs a fix", candidates: [])
         }
-        await powerOffForPlan()
+        await powerOffForPlan(hardwarePower.takeStopReason())
         setEmitter(nil)
         updatePlan { $0.phase = .off }
     }

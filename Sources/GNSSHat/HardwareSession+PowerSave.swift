@@ -18,6 +18,7 @@ extension HardwareSession {
         switch outcome {
         case .active:
             updatePlan { $0.powerSaveLeave = commands.leave }
+            recordPower(.powerSave, .demand)
             return nil
         case .refused(let reason): return reason
         case nil: return "the link closed"
@@ -32,5 +33,7 @@ extension HardwareSession {
             transport: transport, start: { negotiation.start(now: $0) },
             received: { negotiation.received($0, now: $1) }, timer: { negotiation.timerFired(generation: $0, now: $1) })
         if case .refused(let reason)? = outcome { notice("leaving the receiver's power save: \(reason)") }
+        // Refused or not, the plan goes on as if it had left (the next power cycle resets it).
+        recordPower(.on, .demand)
     }
 }

@@ -83,6 +83,8 @@ final class HardwareSession: Sendable {
     let planJobs: AsyncStream<PlanJob>.Continuation
     private let planStream: AsyncStream<PlanJob>
     let planObservers = PlanObservers()
+    /// The hardware's power, as the plan's jobs drive it (see HardwareSession+Plan.swift).
+    let hardwarePower = HardwarePowerRecord()
     private let ppsThread = SerialThread(name: "gnss-pps")
     private let ppsControl = LoopControl()
     /// Wakes the PPS loop to stop, so it waits for edges with no time-out (no wake-ups between
@@ -444,6 +446,7 @@ final class HardwareSession: Sendable {
             statistics.lastFailure = "\(failure)"
         }
         log.close(failure)
+        hardwarePower.noteFailure(failure)
         emitter?.fail(failure)
     }
 
@@ -565,6 +568,7 @@ final class HardwareSession: Sendable {
     func release() {
         planJobs.finish()
         planObservers.finish()
+        hardwarePower.finish()
         lines.releaseAll()
     }
 }

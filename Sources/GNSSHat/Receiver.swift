@@ -172,10 +172,35 @@ public final class Receiver: ActivityReporting {
     /// the I2C bus's.
     public var devicePath: String { link.path }
 
-    /// The power state now.
+    /// What the hardware is doing now (off, standby, backup, powering on, on, power save, powering
+    /// off), why and since when: changed exactly when the session runs a power-on or power-off
+    /// sequence or the receiver takes or leaves its own power save, whoever subscribes. A duty cycle
+    /// shows `off` between its fixes; a lingering signal shows `on`.
+    public var hardwarePower: HardwarePowerChange { session.hardwarePower.current }
+
+    /// The hardware's power now, then every change (each timed on ``now``'s clock), until the
+    /// receiver shuts down.
+    public func hardwarePowerChanges() -> AsyncStream<HardwarePowerChange> { session.hardwarePower.changes() }
+
+    /// Suspends until the hardware's power satisfies `condition` (the current one counts); returns
+    /// that change. Returns nil when the receiver shuts down first.
+    @discardableResult
+    public func waitForHardwarePower(_ condition: @escaping @Sendable (HardwarePowerChange) -> Bool) async
+        -> HardwarePowerChange?
+    {
+        for await change in hardwarePowerChanges() where condition(change) { return change }
+        return nil
+    }
+
+    /// The receiver's clock: the time since the receiver was made. The instants of ``hardwarePower``
+    /// and ``powerPlan`` are offsets on it.
+    public var now: Duration { session.clock.now() }
+
+    /// The signal's state now: whether somebody is served (on, lingering, ...), not what the hardware
+    /// draws (see ``hardwarePower``; a duty cycle keeps this `on` between fixes).
     public var powerState: PowerState { PowerState(demandEvents.state) }
 
-    /// The power state now, then every change, until the receiver shuts down.
+    /// The signal's state now, then every change, until the receiver shuts down.
     public func powerStates() -> AsyncStream<PowerState> {
         let states = demandEvents.stateChanges()
         return AsyncStream { continuation in
@@ -314,6 +339,7 @@ public final class Receiver: ActivityReporting {
     /// `SignalError.shutDown`; releases the GPIO lines. Hardware this receiver opened itself (through
     /// a provider) ends too.
     public func shutdown() async {
+        session.hardwarePower.noteShutdown()
         for view in scheduledViews.withLock({ Array($0.values) }) { await view.shutdown() }
         await fixes.shutdown()
         await sky.shutdown()

@@ -73,7 +73,9 @@ public struct PPSPulse: Sendable, Hashable {
     }
 }
 
-/// Whether the receiver is powered, as seen from the shared hardware session.
+/// The state of the Receiver's signal as power: whether somebody is served and the power sequences of
+/// its start and stop. What the hardware draws is ``HardwarePower`` (``Receiver/hardwarePower``): a
+/// duty cycle keeps this `on` while the receiver is off between fixes.
 public enum PowerState: Sendable, Hashable, CustomStringConvertible {
     /// Off: nobody subscribes (or the minimum off time has not passed yet).
     case off

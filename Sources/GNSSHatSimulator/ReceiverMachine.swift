@@ -11,6 +11,10 @@ struct ReceiverMachine: Sendable {
     var mode: SimulatedReceiver.Mode = .off
     var modeSince: Duration = .zero
     var timeIn: [SimulatedReceiver.Mode: Duration] = [:]
+    /// Every change of mode, oldest first (the most recent `modeRecordLimit`): the receiver's own record
+    /// of when it was powered, against which what the host reports can be checked.
+    var modeChanges: [SimulatedReceiver.ModeChange] = []
+    static let modeRecordLimit = 10_000
     var mainPower = false
     var reset = false
     var standbyLine = false
@@ -79,6 +83,8 @@ struct ReceiverMachine: Sendable {
         timeIn[mode, default: .zero] += now - modeSince
         modeSince = now
         mode = newMode
+        if modeChanges.count == Self.modeRecordLimit { modeChanges.removeFirst(Self.modeRecordLimit / 10) }
+        modeChanges.append(SimulatedReceiver.ModeChange(at: now, mode: newMode))
         if !newMode.isNavigating { nextEpoch = nil }
     }
 

@@ -60,6 +60,14 @@ public final class SimulatedReceiver: Sendable {
         }
     }
 
+    /// Every change of mode so far, oldest first, on the receiver's clock (the most recent 10,000; it
+    /// starts `off` at zero): when the receiver was really powered (any mode but `off`: its main supply
+    /// on and out of reset), in its power save, in backup.
+    public var modeChanges: [ModeChange] { state.withLock { $0.modeChanges } }
+
+    /// The receiver's clock now: the time since it was made, which ``modeChanges`` are on.
+    public var now: Duration { clock.now() }
+
     /// The starts so far, cold, hot or aided, in order.
     public var starts: [Start] { state.withLock { $0.starts } }
 

@@ -29,4 +29,17 @@ extension SimulatedReceiver {
         /// Whether the receiver navigates (draws operating current) in this mode.
         public var isNavigating: Bool { self == .booting || self == .acquiring || self == .tracking }
     }
+
+    /// A change of mode: the receiver entered `mode` at `at` (the receiver's clock: time since it was made).
+    public struct ModeChange: Sendable, Hashable, CustomStringConvertible {
+        public var at: Duration
+        public var mode: Mode
+
+        public init(at: Duration, mode: Mode) {
+            self.at = at
+            self.mode = mode
+        }
+
+        public var description: String { "\(mode) at \(at)" }
+    }
 }

@@ -68,12 +68,14 @@ extension GPSDSource {
             device: device,
             events: events,
             activity: {
-                let states = receiver.powerStates()
+                // The hardware's power, not the signal's: between a duty cycle's fixes the receiver is
+                // off and its device closed, and DEVICE says so ("activated":0) until the next power-on.
+                let changes = receiver.hardwarePowerChanges()
                 return AsyncStream { continuation in
                     let task = Task {
                         var last: Bool?
-                        for await state in states {
-                            let active = state == .on || state == .lingering
+                        for await change in changes {
+                            let active = change.power == .on || change.power == .powerSave
                             if active != last { continuation.yield(active) }
                             last = active
                         }

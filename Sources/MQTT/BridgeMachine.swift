@@ -83,8 +83,8 @@ struct BridgeMachine: Sendable {
         case started(now: Duration)
         case fix(Fix, now: Duration)
         case sky(SkyView)
-        /// The receiver's power state; `failure` is the reason when it failed.
-        case power(PowerState, failure: String?)
+        /// The hardware's power changed.
+        case power(HardwarePowerChange)
         /// What the client reported about the connection; `libraryLog` is libmosquitto's last error
         /// line since the previous report (a TLS failure says why there).
         case connection(ReconnectPolicy.Report, libraryLog: String?)
@@ -97,7 +97,7 @@ struct BridgeMachine: Sendable {
         case claimEnded(Claim, generation: UInt64, failure: String?)
         case timerFired(BridgeTimer, generation: UInt64, now: Duration)
         /// Stop: end every claim, say `offline`, and finish once the broker has it (or the limit passed).
-        case stop(power: PowerState)
+        case stop(power: HardwarePowerChange)
     }
 
     enum Action: Equatable, Sendable {
@@ -129,8 +129,8 @@ struct BridgeMachine: Sendable {
     private(set) var presence: PresenceMachine
     /// Connected, and the journal replayed on this connection: new records are published at once.
     private(set) var connected = false
-    private(set) var power: PowerState = .off
-    private var powerFailure: String?
+    /// The hardware's power as last published (or to publish on the next connection).
+    private(set) var power = HardwarePowerChange(power: .off, reason: .initial, at: .zero)
     /// The generation of each live claim (a claim's end from an older generation is stale).
     private(set) var claims: [Claim: UInt64] = [:]
     private var claimGeneration: UInt64 = 0
@@ -180,8 +180,8 @@ struct BridgeMachine: Sendable {
             let payload = GPSDPayload.sky(sky, device: settings.devicePath)
             let message = OutgoingMessage(topic: settings.topics.sky, payload: payload, qos: .atLeastOnce, retain: true)
             return [.publish(message, token: BridgeToken.sky)]
-        case let .power(state, failure):
-            return powerChanged(state, failure: failure)
+        case let .power(change):
+            return powerChanged(change)
         case let .connection(report, libraryLog):
             return connection(report, libraryLog: libraryLog)
         case let .acknowledged(token, refusal):
@@ -225,18 +225,22 @@ struct BridgeMachine: Sendable {
         return actions
     }
 
-    private mutating func powerChanged(_ state: PowerState, failure: String?) -> [Action] {
-        guard state != power || failure != powerFailure else { return [] }
-        power = state
-        powerFailure = state == .failed ? failure : nil
-        if state == .on { claimFailuresInARow = 0 }
-        var actions: [Action] = [.log(.detail, "receiver \(state)" + (powerFailure.map { ": \($0)" } ?? ""))]
+    private mutating func powerChanged(_ change: HardwarePowerChange) -> [Action] {
+        guard !Self.same(change, power) else { return [] }
+        power = change
+        if change.power == .on || change.power == .powerSave { claimFailuresInARow = 0 }
+        var actions: [Action] = [.log(.detail, "receiver \(change.power) (\(change.reason))")]
         if connected { actions.append(powerMessage()) }
         return actions
     }
 
+    /// Whether two changes publish the same message (their times do not count).
+    private static func same(_ a: HardwarePowerChange, _ b: HardwarePowerChange) -> Bool {
+        a.power == b.power && a.reason == b.reason
+    }
+
     private func powerMessage() -> Action {
-        .publish(OutgoingMessage(topic: settings.topics.power, payload: PowerPayload.json(power, failure: powerFailure),
+        .publish(OutgoingMessage(topic: settings.topics.power, payload: PowerPayload.json(power),
                                  qos: .atLeastOnce, retain: true), token: BridgeToken.power)
     }
 
@@ -412,7 +416,7 @@ struct BridgeMachine: Sendable {
         }
     }
 
-    private mutating func stop(power state: PowerState) -> [Action] {
+    private mutating func stop(power change: HardwarePowerChange) -> [Action] {
         guard !stopping else { return [] }
         stopping = true
         var actions = presence.endAll().flatMap { presenceAction($0) }
@@ -421,9 +425,8 @@ struct BridgeMachine: Sendable {
         armed = []
         failedClaims = []
         guard connected else { return actions + finish() }
-        if state != power {
-            power = state
-            powerFailure = state == .failed ? powerFailure : nil
+        if !Self.same(change, power) {
+            power = change
             actions.append(powerMessage())
         }
         // A clean DISCONNECT sends no will: the bridge says `offline` itself, and waits (a little) for

@@ -20,7 +20,8 @@ import Signals
 ///
 /// - `gnss-hat/DEVICE/status`: retained `online` while connected, `offline` after a clean stop and
 ///   as the last will;
-/// - `gnss-hat/DEVICE/power`: the retained power state (``PowerPayload``), at every change;
+/// - `gnss-hat/DEVICE/power`: the hardware's power, retained (``PowerPayload``), at every change:
+///   `off` between a duty cycle's fixes, `power save`, `on`, whoever is subscribed;
 /// - `gnss-hat/DEVICE/tpv`, `gnss-hat/DEVICE/sky`: gpsd's TPV and SKY JSON of every fix and sky view
 ///   (retained, so a new subscriber has the latest at once);
 /// - `owntracks/USER/DEVICE`: OwnTracks location JSON of every fix with a position (retained);
@@ -145,7 +146,7 @@ public final class MQTTBridge: Sendable {
             shared.withLock { $0.journal = nil }
             return
         }
-        inbox.post(.stop(power: receiver.powerState))
+        inbox.post(.stop(power: receiver.hardwarePower))
         await run.value
     }
 
@@ -193,10 +194,7 @@ public final class MQTTBridge: Sendable {
         ]
         let receiver = receiver
         run.powerStates = Task {
-            for await state in receiver.powerStates() {
-                let failure = state == .failed ? receiver.events.statistics.lastFailure : nil
-                inbox.post(.power(state, failure: failure))
-            }
+            for await change in receiver.hardwarePowerChanges() { inbox.post(.power(change)) }
         }
     }
 
@@ -372,7 +370,7 @@ private final class BridgeRun: @unchecked Sendable {
     var machine: BridgeMachine
     var claims: [Claim: ReceiverClaim] = [:]
     var timers: [BridgeTimer: Task<Void, Never>] = [:]
-    /// The receiver's fixes and sky views, and the task that follows its power states.
+    /// The receiver's fixes and sky views, and the task that follows its hardware's power.
     var observations: [SignalToken] = []
     var powerStates: Task<Void, Never>?
     var statistics = MQTTBridgeStatistics()

@@ -73,26 +73,28 @@ public enum OwnTracksPayload {
     }
 }
 
-/// The retained power message: `{"state":"off"|"powering on"|"on"|"lingering"|"powering off"|"failed",...}`.
+/// The retained power message, the hardware's power:
+/// `{"state":"off"|"standby"|"backup"|"powering on"|"on"|"power save"|"powering off","powered":BOOL,"reason":...}`.
 public enum PowerPayload {
-    /// `state` as ``PowerState`` names it, `powered` (whether the receiver may draw its operating
-    /// current), and `failure` with the reason when the state is `failed` and one is known.
-    public static func json(_ state: PowerState, failure: String? = nil) -> [UInt8] {
+    /// `state` as ``HardwarePower`` names it, `powered` (whether the receiver may draw its operating
+    /// current), `reason` as ``HardwarePowerChange/Reason/name`` says it ("demand", "duty cycle
+    /// sleep", ...), and `failure` with the text when the reason is a failure.
+    public static func json(_ change: HardwarePowerChange) -> [UInt8] {
+        let failure = change.reason.failure
         var bytes: [UInt8] = []
-        JSONWriter.append(to: &bytes, capacity: 128 + (failure?.utf8.count ?? 0) * 6) { json in
+        JSONWriter.append(to: &bytes, capacity: 160 + (failure?.utf8.count ?? 0) * 6) { json in
             json.open()
-            json.string("state", state.description)
-            json.bool("powered", state.isPowered)
-            if state == .failed, let failure { json.string("failure", failure) }
+            json.string("state", change.power.description)
+            json.bool("powered", change.power.isPowered)
+            json.string("reason", change.reason.name)
+            if let failure { json.string("failure", failure) }
             json.close()
         }
         return bytes
     }
 
     /// Every state's name, for Home Assistant's enum sensor.
-    public static let stateNames: [String] = [
-        PowerState.off, .poweringOn, .on, .lingering, .poweringOff, .failed,
-    ].map(\.description)
+    public static let stateNames: [String] = HardwarePower.allCases.map(\.description)
 }
 
 /// Home Assistant MQTT discovery: retained configs under `homeassistant/` that make Home Assistant
@@ -111,7 +113,7 @@ public enum HomeAssistantDiscovery {
     /// - `device_tracker` `location`: its attributes from the OwnTracks topic (published only with a
     ///   position), renamed to the `latitude`, `longitude` and `gps_accuracy` Home Assistant reads;
     /// - `sensor` `satellites`: satellites used, from the SKY topic's `uSat`;
-    /// - `sensor` `power`: the power state, an enum sensor over the power topic's `state`.
+    /// - `sensor` `power`: the hardware's power, an enum sensor over the power topic's `state`.
     /// Each has a `unique_id`, the same `device`, and `availability` on the status topic.
     public static func configs(topics: MQTTTopics, model: String, softwareVersion: String? = nil) -> [OutgoingMessage] {
         let node = nodeID(topics.device)

@@ -1,7 +1,9 @@
-// gnss-hat watch: follow a receiver. On a terminal a compact view redrawn in place (power state,
-// fix, position, satellites, time since power-on); otherwise JSON lines (POWER, CLIENT, NOTICE,
-// ERROR objects and gpsd's TPV and SKY). `--demo` runs a scripted set of clients that come and
-// go, so the power is seen switching on and off.
+// gnss-hat watch: follow a receiver. On a terminal a compact view redrawn in place (the hardware's
+// power, fix, position, satellites, time since power-on); otherwise JSON lines (POWER, PLAN, CLIENT,
+// NOTICE, ERROR objects and gpsd's TPV and SKY; on a simulator board a SIMULATOR object at the end).
+// The power shown is the hardware's (off between a duty cycle's fixes, power save, on), not whether
+// the watch is subscribed. `--demo` runs a scripted set of clients that come and go, so the power is
+// seen switching on and off.
 import GNSSHat
 import GNSSHatSimulator
 import GNSSProtocol
@@ -54,12 +56,16 @@ enum WatchCommand: Subcommand {
             linger: linger, configure: arguments.flag("no-configure") ? false : nil, stateDirectory: stateDirectory)
         let hardware = CommandHardware.providers(simulatedDayStartsNow: true)
         let clock = try CommandHardware.clock(speed: speed, fallback: demo ? 5 : 1, board: board, providers: hardware)
-        let receiver = try Receiver(board: board, options: receiverOptions, hardware: hardware, clock: clock)
+        let opened = OpenedHats()
+        let receiver = try Receiver(
+            board: board, options: receiverOptions, hardware: HatRecordingProvider(inner: hardware, opened: opened),
+            clock: clock)
         let json = arguments.flag("json") || !StandardStream.output.isTerminal
         let demand = every.map { FixDemand.every($0, accuracy: accuracy) }
         let session = WatchSession(
             receiver: receiver, board: board, clock: clock, json: json, demo: demo, demand: demand)
         let failure = await session.run(duration: duration ?? (demo ? .seconds(105) : nil))
+        if json { for hat in opened.all { session.emitRecord(of: hat) } }
         await receiver.shutdown()
         if let failure { throw failure }
     }
@@ -74,7 +80,7 @@ enum Terminal {
 
 /// What the watch shows, changed by the receiver's callbacks and read by the renderer.
 struct WatchState: Sendable {
-    var power: PowerState = .off
+    var power = HardwarePowerChange(power: .off, reason: .initial, at: .zero)
     var poweredSince: Duration?
     var fix: Fix?
     var sky: SkyView?
@@ -231,17 +237,23 @@ final class WatchSession: Sendable {
         }
     }
 
+    /// Follows the hardware's power: the view's "power" line, and a POWER object in JSON at every
+    /// change, timed when the change happened (on the watch's clock), whenever it is seen.
     func observePower() async {
-        for await power in receiver.powerStates() {
-            let now = now
+        for await change in receiver.hardwarePowerChanges() {
+            // The receiver's clock began a moment after the watch's: the change's time on the watch's.
+            let at = max(now - (receiver.now - change.at), .zero)
             state.withLock { state in
-                if power == .poweringOn { state.poweredSince = now }
-                if !power.isPowered { state.poweredSince = nil }
-                state.power = power
+                if change.power == .poweringOn { state.poweredSince = at }
+                if !change.power.isPowered { state.poweredSince = nil }
+                state.power = change
             }
             if json {
-                var fields: [String: JSONField] = ["class": .text("POWER"), "state": .text(power.description)]
-                fields["time"] = .number(SimulatedSeconds.value(now))
+                var fields: [String: JSONField] = [
+                    "class": .text("POWER"), "state": .text(change.power.description),
+                    "reason": .text(change.reason.name), "time": .number(SimulatedSeconds.value(at)),
+                ]
+                if let failure = change.reason.failure { fields["message"] = .text(failure) }
                 emit(fields)
             }
         }
@@ -252,10 +264,28 @@ final class WatchSession: Sendable {
     enum JSONField {
         case text(String)
         case number(Double)
+        case numbers([Double])
+    }
+
+    /// A SIMULATOR object: the simulated receiver's own record of when it was powered (any mode but
+    /// `off`), `on` and `off` in seconds on the watch's clock, to check the POWER objects against.
+    func emitRecord(of hat: SimulatedHat) {
+        // The hat's record is on its own clock, which began a moment after the watch's.
+        let offset = now - hat.receiver.now
+        var on: [Double] = []
+        var off: [Double] = []
+        var powered = false
+        for change in hat.receiver.modeChanges where (change.mode != .off) != powered {
+            powered.toggle()
+            let at = SimulatedSeconds.value(max(change.at + offset, .zero))
+            if powered { on.append(at) } else { off.append(at) }
+        }
+        emit(["class": .text("SIMULATOR"), "on": .numbers(on), "off": .numbers(off),
+              "time": .number(SimulatedSeconds.value(now))])
     }
 
     func emit(_ fields: [String: JSONField]) {
-        let order = ["class", "client", "action", "state", "plan", "time", "message"]
+        let order = ["class", "client", "action", "state", "reason", "plan", "time", "message"]
         let sorted = fields.sorted {
             (order.firstIndex(of: $0.key) ?? 99, $0.key) < (order.firstIndex(of: $1.key) ?? 99, $1.key)
         }
@@ -263,6 +293,8 @@ final class WatchSession: Sendable {
             switch value {
             case .text(let text): "\"\(key)\":\"\(Self.escape(text))\""
             case .number(let number): "\"\(key)\":\(SimulatedSeconds.format(number))"
+            case .numbers(let numbers):
+                "\"\(key)\":[" + numbers.map(SimulatedSeconds.format).joined(separator: ",") + "]"
             }
         }
         Terminal.write(1, "{" + body.joined(separator: ",") + "}\n")
@@ -300,7 +332,7 @@ final class WatchSession: Sendable {
         var lines: [String] = []
         lines.append("gnss-hat watch  \(board.name): \(board.title)   t=\(seconds(now))"
             + (clock.rate > 1 ? " (x\(SimulatedSeconds.format(clock.rate)))" : ""))
-        var power = "power    \(snapshot.power)"
+        var power = "power    \(snapshot.power.power) (\(snapshot.power.reason.name))"
         if let since = snapshot.poweredSince { power += ", powered for \(seconds(now - since))" }
         power += "   power-ons \(statistics.powerOns), on \(seconds(statistics.timePowered)) in all"
         if let ttff = statistics.lastTimeToFirstFix { power += ", last TTFF \(seconds(ttff))" }

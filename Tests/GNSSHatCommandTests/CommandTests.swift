@@ -85,8 +85,57 @@ struct CommandTests {
         let fixes = lines.filter { $0.contains(#""class":"TPV""#) && $0.contains(#""mode":3"#) }
         #expect((2...3).contains(fixes.count), "\(fixes.count) TPVs in 150 s at a fix every 60 s")
         #expect(lines.contains { $0.contains(#""class":"PLAN","plan":"duty cycle""#) })
-        let powerOffs = lines.filter { $0.contains(#""class":"POWER""#) }
-        #expect(powerOffs.count >= 1)
+        let powerOffs = lines.filter {
+            $0.contains(#""class":"POWER""#) && $0.contains(#""reason":"duty cycle sleep""#) && !$0.contains("powering")
+        }
+        #expect((2...3).contains(powerOffs.count), "\(powerOffs.count) power-offs of the duty cycle in 150 s")
+    }
+
+    @Test("watch --every 600 on simulator-cut-supply for an hour: POWER on and off for each of the hat's power cycles")
+    func watchDutyCycleHour() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("gnsshat-watch-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // Fixes are due at 0, 600, ..., 3000 and 3600 s; the run ends before the wake for 3600 (a few seconds
+        // early), so that it does not end in the middle of a power cycle.
+        let result = try CommandRun.run([
+            "watch", "--board", "simulator-cut-supply", "--json", "--every", "600", "--speed", simulatorSpeed(200),
+            "--duration", "3550", "--state-dir", state,
+        ])
+        #expect(result.status == 0, "\(result.err)")
+        let objects = try result.out.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }
+        let powers = objects.filter { $0["class"] as? String == "POWER" }
+        let record = try #require(objects.last { $0["class"] as? String == "SIMULATOR" })
+        let hatOn = try #require(record["on"] as? [Double])
+        let hatOff = try #require(record["off"] as? [Double])
+        // The powered intervals the POWER objects tell: from each "powering on" to the next unpowered state.
+        var reportedOn: [Double] = []
+        var reportedOff: [Double] = []
+        for power in powers {
+            let state = try #require(power["state"] as? String)
+            let time = try #require(power["time"] as? Double)
+            let powered = ["powering on", "on", "power save", "powering off"].contains(state)
+            if powered && reportedOn.count == reportedOff.count { reportedOn.append(time) }
+            if !powered && reportedOn.count > reportedOff.count { reportedOff.append(time) }
+        }
+        print("watch, an hour at every 600 s: POWER on at \(reportedOn), off at \(reportedOff); "
+              + "the simulated hat's own record on at \(hatOn), off at \(hatOff)")
+        #expect(reportedOn.count == 6 && reportedOff.count == 6, "\(powers)")
+        #expect(hatOn.count == reportedOn.count && hatOff.count == reportedOff.count)
+        // The same cycles, edge for edge: "powering on" is timed as the sequence begins, the hat's as its supply
+        // switches (the first time after the lines are requested), and the clock runs 200 times real time, so a
+        // millisecond between them is 0.2 s; 10 s is 50 ms under load, and the cycles are 600 s apart.
+        for (ours, hats) in zip(reportedOn + reportedOff, hatOn + hatOff) {
+            #expect(abs(ours - hats) < 10, "reported \(ours) s, the hat \(hats) s")
+        }
+        // Each power cycle is the duty cycle's: woken for a fix, off again until the next.
+        let wakes = powers.filter { $0["state"] as? String == "powering on" }.map { $0["reason"] as? String }
+        #expect(wakes == Array(repeating: "duty cycle wake", count: 6), "\(wakes)")
+        let sleeps = powers.filter { $0["state"] as? String == "off" }.map { $0["reason"] as? String }
+        #expect(sleeps == ["initial"] + Array(repeating: "duty cycle sleep", count: 6), "\(sleeps)")
+        let fixes = objects.filter { $0["class"] as? String == "TPV" && $0["mode"] as? Int == 3 }
+        #expect(fixes.count == 6, "\(fixes.count) TPVs with a 3D fix")
     }
 
     @Test("boards: every built-in board with its chip, link and power strategies")

@@ -30,6 +30,13 @@ import Testing
         return fix
     }
 
+    /// A change of the hardware's power, for `demand` unless another reason is given.
+    static func power(_ power: HardwarePower, _ reason: HardwarePowerChange.Reason = .demand, at: Duration = .zero)
+        -> HardwarePowerChange
+    {
+        HardwarePowerChange(power: power, reason: reason, at: at)
+    }
+
     static let error = MQTTError(call: "mosquitto_loop", code: .library(.connectionLost), reason: "lost")
     static let denied = MQTTError(call: "PUBACK", code: .publishRefused(.notAuthorized), reason: "Not authorized")
 
@@ -58,7 +65,7 @@ import Testing
 
     @Test func aConnectionPublishesStatusPowerAndDiscoveryThenReplaysTheJournal() throws {
         var bridge = machine()
-        _ = bridge.handle(.power(.on, failure: nil))
+        _ = bridge.handle(.power(Self.power(.on)))
         let actions = connect(&bridge)
         let messages = published(actions)
         #expect(messages.map(\.topic) == [
@@ -69,11 +76,14 @@ import Testing
         ])
         #expect(messages.allSatisfy { $0.retain })
         #expect(messages[0].text == "online")
-        #expect(messages[1].text == #"{"state":"on","powered":true}"#)
+        #expect(messages[1].text == #"{"state":"on","powered":true,"reason":"demand"}"#)
         #expect(actions.last == .replayJournal)
         #expect(logs(actions) == ["connected to mqtt://broker:1883 as gnss-hat-pi1"])
         // Discovery is once per connection: again after a reconnect, never in between.
-        #expect(published(bridge.handle(.power(.lingering, failure: nil))).map(\.topic) == ["gnss-hat/pi1/power"])
+        #expect(published(bridge.handle(.power(Self.power(.powerSave)))).map(\.topic) == ["gnss-hat/pi1/power"])
+        // A change of time alone publishes nothing; a change of reason does.
+        #expect(published(bridge.handle(.power(Self.power(.powerSave, at: .seconds(9))))).isEmpty)
+        #expect(published(bridge.handle(.power(Self.power(.powerSave, .dutyCycleWake)))).count == 1)
         _ = lose(&bridge)
         #expect(published(connect(&bridge)).count == 5)
     }
@@ -253,7 +263,7 @@ import Testing
         let again = bridge.handle(.claimEnded(.consumer("a"), generation: 2, failure: "no response"))
         #expect(again.contains(.arm(.claimRetry, generation: 2, delay: .seconds(2))))
         _ = bridge.handle(.timerFired(.claimRetry, generation: 2, now: .seconds(3)))
-        _ = bridge.handle(.power(.on, failure: nil))
+        _ = bridge.handle(.power(Self.power(.on)))
         let afterOn = bridge.handle(.claimEnded(.consumer("a"), generation: 3, failure: "device gone"))
         #expect(afterOn.contains(.arm(.claimRetry, generation: 3, delay: .seconds(1))))
         // A consumer that left meanwhile is not claimed again; a shut-down receiver is not retried.
@@ -268,12 +278,13 @@ import Testing
         var bridge = machine(every: .seconds(60))
         _ = bridge.handle(.started(now: .zero))
         _ = connect(&bridge)
-        _ = bridge.handle(.power(.on, failure: nil))
+        _ = bridge.handle(.power(Self.power(.on)))
         _ = bridge.handle(.message(IncomingMessage(topic: topics.demandPrefix + "a", payload: Array("{}".utf8),
                                                    retained: true)))
-        let actions = bridge.handle(.stop(power: .off))
+        let actions = bridge.handle(.stop(power: Self.power(.off, .lingerEnded)))
         #expect(actions.contains(.endClaim(.consumer("a"))) && actions.contains(.endClaim(.standing)))
-        #expect(published(actions).map(\.text) == [#"{"state":"off","powered":false}"#, "offline"])
+        #expect(published(actions).map(\.text)
+                    == [#"{"state":"off","powered":false,"reason":"linger ended"}"#, "offline"])
         #expect(published(actions).last?.token == BridgeToken.offline)
         #expect(!actions.contains(.finished))
         #expect(bridge.handle(.fix(fix(second: 1), now: .seconds(1))).isEmpty)
@@ -283,10 +294,10 @@ import Testing
 
     @Test func stoppingWhileDisconnectedFinishesAtOnceAndTheLimitEndsAWaitForTheBroker() {
         var away = machine()
-        #expect(away.handle(.stop(power: .off)) == [.syncJournal, .finished])
+        #expect(away.handle(.stop(power: Self.power(.off, .initial))) == [.syncJournal, .finished])
         var slow = machine()
         _ = connect(&slow)
-        let actions = slow.handle(.stop(power: .off))
+        let actions = slow.handle(.stop(power: Self.power(.off, .initial)))
         #expect(actions.contains(.arm(.stopLimit, generation: 1, delay: .seconds(2))))
         #expect(slow.handle(.timerFired(.stopLimit, generation: 1, now: .zero)) == [.syncJournal, .finished])
     }

@@ -3,6 +3,7 @@ import GNSSHat
 import GNSSHatTesting
 import GNSSProtocol
 import Glibc
+import LinuxSystem
 import Signals
 import Testing
 import TestSupport
@@ -79,7 +80,7 @@ import TestSupport
         await rig.shutdown()
         // A clean stop says offline itself (no will) and leaves the last power state retained.
         #expect(try broker.subscribeOnce(topics.status) == ["offline"])
-        #expect(try broker.subscribeOnce(topics.power) == [#"{"state":"off","powered":false}"#])
+        #expect(try broker.subscribeOnce(topics.power) == [#"{"state":"off","powered":false,"reason":"linger ended"}"#])
         watcher.stop()
     }
 
@@ -242,6 +243,48 @@ import TestSupport
         #expect(try journalPending(in: state).isEmpty)
         try? FileManager.default.removeItem(at: state)
         watcher.stop()
+    }
+
+    @Test func aConsumersIntervalSleepsTheReceiverAndThePowerTopicSaysOffBetweenItsFixes() async throws {
+        let broker = try TestBroker()
+        let rig = try BridgeRig(broker: broker)
+        let power = rig.topics.power
+        let watcher = try await watch(broker, [power])
+        try rig.bridge.start()
+        try await rig.wait("a connection") { $0.connected }
+        try runTool("/usr/bin/mosquitto_pub", package: "mosquitto-clients",
+                    ["-h", "127.0.0.1", "-p", "\(broker.port)", "-u", consumerUser, "-P", consumerPassword, "-q", "1",
+                     "-r", "-t", rig.topics.demandPrefix + "phone", "-m", #"{"interval":600}"#])
+        try await rig.wait("the consumer") { $0.consumers == ["phone": ConsumerDemand(interval: 600)] }
+        // Three fixes of the duty cycle, due at 0, 600 and 1200 s, and off after each.
+        let changes = rig.receiver.hardwarePowerChanges()
+        let seen = Lock<[String]>([])
+        defer { print("a consumer's interval of 600 s: the hardware's power \(seen.withLock { $0 })") }
+        _ = try await rig.driver.run(limit: .seconds(1500)) {
+            var sleeps = 0
+            for await change in changes {
+                seen.withLock { $0.append("\(change)") }
+                if change.reason == .dutyCycleSleep && !change.power.isPowered { sleeps += 1 }
+                if sleeps == 3 { return }
+            }
+        }
+        // The consumer is served all along; the hardware is off, and the topic says so.
+        #expect(rig.receiver.powerState == .on && rig.receiver.hardwarePower.power == .off)
+        let sleep = #"{"state":"off","powered":false,"reason":"duty cycle sleep"}"#
+        let lines = try await watcher.lines("three sleeps on \(power)") { lines in
+            lines.filter { $0 == power + " " + sleep }.count == 3
+        }
+        let payloads = messages(watcher, on: [power]).map { String($0.dropFirst(power.count + 1)) }
+        let initial = #"{"state":"off","powered":false,"reason":"initial"}"#
+        let cycle: [String] = [
+            #"{"state":"powering on","powered":true,"reason":"duty cycle wake"}"#,
+            #"{"state":"on","powered":true,"reason":"duty cycle wake"}"#,
+            #"{"state":"powering off","powered":true,"reason":"duty cycle sleep"}"#,
+            sleep,
+        ]
+        let expected: [String] = [initial] + cycle + cycle + cycle
+        #expect(payloads == expected, "\(lines)")
+        await rig.shutdown()
     }
 
     @Test func theStandingDemandPowersTheReceiverForOneFixEveryInterval() async throws {

@@ -69,12 +69,25 @@ import Testing
         #expect(json["lat"] != nil)
     }
 
-    @Test(arguments: [PowerState.off, .poweringOn, .on, .lingering, .poweringOff, .failed])
-    func powerJSON(state: PowerState) throws {
-        let json = try object(PowerPayload.json(state, failure: "no answer"))
-        #expect(json["state"] as? String == state.description)
-        #expect(json["powered"] as? Bool == state.isPowered)
-        #expect((json["failure"] as? String) == (state == .failed ? "no answer" : nil))
+    @Test(arguments: HardwarePower.allCases)
+    func powerJSON(power: HardwarePower) throws {
+        let json = try object(PowerPayload.json(HardwarePowerChange(power: power, reason: .dutyCycleSleep, at: .zero)))
+        #expect(json["state"] as? String == power.description)
+        #expect(json["powered"] as? Bool == power.isPowered)
+        #expect(json["reason"] as? String == "duty cycle sleep")
+        #expect(json["failure"] == nil)
+        let failed = try object(PowerPayload.json(HardwarePowerChange(power: power, reason: .failure("no answer"),
+                                                                      at: .seconds(3))))
+        #expect(failed["reason"] as? String == "failure" && failed["failure"] as? String == "no answer")
+    }
+
+    @Test func powerJSONIsStableForClients() {
+        let off = HardwarePowerChange(power: .off, reason: .dutyCycleSleep, at: .seconds(612))
+        #expect(String(decoding: PowerPayload.json(off), as: UTF8.self)
+                    == #"{"state":"off","powered":false,"reason":"duty cycle sleep"}"#)
+        let saving = HardwarePowerChange(power: .powerSave, reason: .demand, at: .seconds(2))
+        #expect(String(decoding: PowerPayload.json(saving), as: UTF8.self)
+                    == #"{"state":"power save","powered":true,"reason":"demand"}"#)
     }
 
     @Test func gpsdPayloadsAreTheServiceJSONWithoutTheLineEnd() {
@@ -116,7 +129,8 @@ import Testing
         let power = try object(configs[2].payload)
         #expect(power["state_topic"] as? String == "gnss-hat/pi1/power")
         #expect(power["device_class"] as? String == "enum")
-        #expect(power["options"] as? [String] == ["off", "powering on", "on", "lingering", "powering off", "failed"])
+        #expect(power["options"] as? [String]
+                    == ["off", "standby", "backup", "powering on", "on", "power save", "powering off"])
     }
 
     @Test func nodeIDsHaveOnlyCharactersDiscoveryAllows() throws {
@@ -136,7 +150,7 @@ import Testing
 
     @Test func stringsAreEscaped() throws {
         let reason = "a \"quote\", a \\ and a\nline"
-        let json = try object(PowerPayload.json(.failed, failure: reason))
+        let json = try object(PowerPayload.json(HardwarePowerChange(power: .off, reason: .failure(reason), at: .zero)))
         #expect(json["failure"] as? String == reason)
     }
 }

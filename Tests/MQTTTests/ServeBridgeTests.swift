@@ -170,7 +170,8 @@ import TestSupport
         #expect(line.contains("(the broker refused a message: Not authorized (PUBACK 0x87))"), "\(line)")
         #expect(line.hasSuffix("consumers on other machines cannot power this receiver"))
         #expect(!serve.mqttLines.contains { $0.hasPrefix("consumer ") }, "\(serve.mqttLines)")
-        #expect(try broker.subscribeOnce("gnss-hat/pi1/power") == [#"{"state":"off","powered":false}"#])
+        #expect(try broker.subscribeOnce("gnss-hat/pi1/power")
+                    == [#"{"state":"off","powered":false,"reason":"initial"}"#])
         #expect(serve.stop() == 0)
         #expect(serve.mqttLines.filter { $0.contains("probe") }.count == 1)
     }
@@ -213,11 +214,13 @@ import TestSupport
         consumer.stop(signal: SIGKILL)
         try await serve.daemon.line(containing: "mqtt: consumer phone gone")
         try await serve.daemon.line(containing: "mqtt: receiver off")
-        let order = serve.mqttLines.filter { ["consumer phone", "receiver on", "receiver lingering", "receiver off"]
+        // The hardware's power: on while the consumer is served and through the linger, then off.
+        let order = serve.mqttLines.filter { ["consumer phone", "receiver on", "receiver powering off", "receiver off"]
             .contains(where: $0.hasPrefix) }
-        #expect(order == ["consumer phone present", "receiver on", "consumer phone gone", "receiver lingering",
-                          "receiver off"], "\(serve.mqttLines)")
-        #expect(try broker.subscribeOnce("gnss-hat/pi1/power") == [#"{"state":"off","powered":false}"#])
+        #expect(order == ["consumer phone present", "receiver on (demand)", "consumer phone gone",
+                          "receiver powering off (linger ended)", "receiver off (linger ended)"], "\(serve.mqttLines)")
+        #expect(try broker.subscribeOnce("gnss-hat/pi1/power")
+                    == [#"{"state":"off","powered":false,"reason":"linger ended"}"#])
         #expect(serve.stop() == 0)
     }
 
