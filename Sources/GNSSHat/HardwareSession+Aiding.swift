@@ -84,15 +84,22 @@ extension HardwareSession {
         return report.timeSent || report.positionAccuracy != nil || report.recordsAccepted > 0
     }
 
-    /// MON-VER and SEC-UNIQID, polled (a second at most): who the receiver is.
+    /// MON-VER and SEC-UNIQID, polled up to three times a second apart: who the receiver is. A
+    /// receiver whose supply was just switched on may not listen yet when the first poll goes out
+    /// (it boots in up to about a second, longer on a busy machine), and a poll it missed is lost.
     private func pollIdentity(transport: any Transport) async -> AidingIdentity? {
-        let mark = log.mark
+        var mark = log.mark
         do {
-            try await send(UBX.poll(.secUNIQID), through: transport)
-            try await send(UBX.poll(.monVER), through: transport)
-            guard let version = try await firstMessage(after: mark, within: .seconds(1), where: {
-                if case .ubx(.monVER) = $0 { true } else { false }
-            }), case .ubx(.monVER(let monver)) = version else { return nil }
+            var version: Message?
+            for _ in 0..<3 where version == nil {
+                mark = log.mark
+                try await send(UBX.poll(.secUNIQID), through: transport)
+                try await send(UBX.poll(.monVER), through: transport)
+                version = try await firstMessage(after: mark, within: .seconds(1), where: {
+                    if case .ubx(.monVER) = $0 { true } else { false }
+                })
+            }
+            guard case .ubx(.monVER(let monver))? = version else { return nil }
             let unique = try await firstMessage(after: mark, within: .milliseconds(500), where: {
                 if case .ubx(.secUniqID) = $0 { true } else { false }
             })

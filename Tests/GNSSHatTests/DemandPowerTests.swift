@@ -332,4 +332,26 @@ struct AidingPowerOnTests {
         fixes.cancel()
         await rig.shutdown()
     }
+
+    @Test("a receiver that boots slower than the identity poll's wait still gets its aiding (the poll is repeated)")
+    func slowBootStillAided() async throws {
+        let directory = try temporaryStateDirectory()
+        // 1.5 s of boot: the host's first MON-VER poll goes to a receiver that is not listening yet.
+        var board = try Self.cutSupplyBoard()
+        board.simulation?.boot = .milliseconds(1500)
+        let rig = try Rig(
+            board: board, connection: .inProcess,
+            options: ReceiverOptions(stateDirectory: directory, aidingTime: .synchronised()))
+        let (_, first) = try await rig.freshPosition()
+        first.cancel()
+        try await rig.runUntil { $0 == .off }
+        #expect(rig.receiver.powerPlan.statistics.aidingSaves == 1)
+
+        await rig.driver.advance(by: .seconds(600))
+        let (_, fixes) = try await rig.freshPosition()
+        #expect(rig.receiver.powerPlan.statistics.aidingRestores == 1)
+        #expect(rig.hat.receiver.starts == [.cold, .aided])
+        fixes.cancel()
+        await rig.shutdown()
+    }
 }
