@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in mosquitto /usr/bin/python3; do
-    command -v "$tool" >/dev/null || { echo "journal-crash: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+    command -v "$tool" >/dev/null ||
+        { echo "journal-crash: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
 done
 /usr/bin/python3 -c 'import paho.mqtt.client' 2>/dev/null ||
     { echo "journal-crash: python3-paho-mqtt is missing (scripts/setup.sh installs it)" >&2; exit 1; }

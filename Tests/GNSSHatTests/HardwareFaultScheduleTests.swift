@@ -8,28 +8,28 @@ import PiHardware
 import Signals
 import Testing
 
-/// A fault at the hardware seam, as PiHardware reports it: the errno a kernel gives, mapped by the same
-/// `SerialError(FailedCall)` and `GPIOError` cases the real port and lines use.
+/// A fault at the hardware seam: a serial port's calls fail through LinuxSystem's seam (the real
+/// `SerialPort` on the simulated hat's pseudo-terminal, its errno mapped by PiHardware), the terminal's
+/// far side closes (a real `POLLHUP`), or the GPIO chip's line requests fail with `ENODEV`.
 enum HardwareFaultKind: CaseIterable, CustomStringConvertible {
     /// `read` fails with `EIO` in the middle of an epoch.
     case serialIOError
-    /// The USB adapter is unplugged: `read` fails with `ENODEV`, and opening fails with `ENOENT` until
-    /// it is back.
+    /// The USB adapter is unplugged: `read` fails with `ENODEV`; it is plugged back before the next subscriber.
     case adapterUnplugged
-    /// The far side hangs up: `poll` reports `POLLHUP` with no data.
+    /// The far side hangs up (the hat's terminal closes): `poll` reports `POLLHUP` with no data.
     case hangUp
-    /// A storm of `EAGAIN` reads (the port has nothing after all): no fault, the session goes on.
+    /// A storm of `read`s failing with `EAGAIN` (the port had nothing after all): no fault, the session goes on.
     case eagainStorm
     /// The GPIO chip vanishes while the receiver runs: its power-off cannot drive the enable line
     /// (`ENODEV`), which is reported.
     case gpioChipVanishes
-    /// The GPIO chip vanishes before a power-on: the enable line cannot be driven (`ENODEV`).
+    /// The GPIO chip is gone when a power-on comes: the enable line cannot be driven (`ENODEV`).
     case gpioChipGoneAtPowerOn
 
     var description: String {
         switch self {
         case .serialIOError: "read EIO"
-        case .adapterUnplugged: "adapter unplugged (ENODEV)"
+        case .adapterUnplugged: "adapter unplugged (read ENODEV)"
         case .hangUp: "POLLHUP"
         case .eagainStorm: "EAGAIN storm"
         case .gpioChipVanishes: "GPIO chip vanishes"
@@ -38,115 +38,11 @@ enum HardwareFaultKind: CaseIterable, CustomStringConvertible {
     }
 }
 
-/// What the faulty link does at its next reads; shared by every link opened through ``FaultyHat``.
-final class SerialFaultPlan: Sendable {
-    private struct State {
-        var failAfter: Int?
-        var failure: SerialError?
-        var emptyReads = 0
-        var unplugged = false
-        var reads = 0
-    }
-
-    private let state = Lock(State())
-
-    /// The `reads`-th read from now throws `failure` (and every later one on that link).
-    func fail(afterReads reads: Int, with failure: SerialError) {
-        state.withLock {
-            $0.failAfter = reads
-            $0.failure = failure
-        }
-    }
-
-    /// The next `count` reads find nothing (`EAGAIN`, as the port's read maps it: an empty read).
-    func storm(_ count: Int) { state.withLock { $0.emptyReads = count } }
-
-    /// While unplugged, an open fails with `ENOENT`.
-    func setUnplugged(_ unplugged: Bool) { state.withLock { $0.unplugged = unplugged } }
-
-    /// Reads seen by any link.
-    var reads: Int { state.withLock { $0.reads } }
-
-    func checkOpen(_ path: String) throws(SerialError) {
-        if state.withLock({ $0.unplugged }) {
-            throw SerialError(FailedCall(call: "open", device: path, errno: .noSuchFileOrDirectory))
-        }
-    }
-
-    /// Before a read: an error to throw, true for an empty read, false to read.
-    func beforeRead() throws(SerialError) -> Bool {
-        let (failure, empty) = state.withLock { state -> (SerialError?, Bool) in
-            state.reads += 1
-            if let after = state.failAfter {
-                if after <= 1 { return (state.failure, false) }
-                state.failAfter = after - 1
-            }
-            if state.emptyReads > 0 {
-                state.emptyReads -= 1
-                return (nil, true)
-            }
-            return (nil, false)
-        }
-        if let failure { throw failure }
-        return empty
-    }
-
-    /// The link was closed: its failure is spent, the next link reads cleanly.
-    func clear() {
-        state.withLock {
-            $0.failAfter = nil
-            $0.failure = nil
-            $0.emptyReads = 0
-        }
-    }
-}
-
-/// A simulated hat's serial link with ``SerialFaultPlan``'s faults in front of its reads.
-final class FaultySerialLink: SerialLink {
-    let inner: any SerialLink
-    let plan: SerialFaultPlan
-
-    init(_ inner: any SerialLink, plan: SerialFaultPlan) {
-        self.inner = inner
-        self.plan = plan
-    }
-
-    var name: String { inner.name }
-    var keepsBytesWhileReaderSleeps: Bool { inner.keepsBytesWhileReaderSleeps }
-
-    func read(maxCount: Int, timeout: Duration) throws -> [UInt8] {
-        if try plan.beforeRead() { return [] }
-        return try inner.read(maxCount: maxCount, timeout: timeout)
-    }
-
-    func read(maxCount: Int, until waker: Waker) throws -> [UInt8] {
-        if try plan.beforeRead() { return [] }
-        return try inner.read(maxCount: maxCount, until: waker)
-    }
-
-    func read(into buffer: inout [UInt8], maxCount: Int, until waker: Waker) throws {
-        if try plan.beforeRead() {
-            buffer.removeAll(keepingCapacity: true)
-            return
-        }
-        try inner.read(into: &buffer, maxCount: maxCount, until: waker)
-    }
-
-    func write(_ bytes: [UInt8]) throws { try inner.write(bytes) }
-    func setSpeed(_ speed: Int) throws { try inner.setSpeed(speed) }
-    func discardInput() throws { try inner.discardInput() }
-    func endReading() { inner.endReading() }
-
-    func close() {
-        plan.clear()
-        inner.close()
-    }
-}
-
-/// A simulated hat whose serial opener goes through a ``SerialFaultPlan``.
+/// A simulated hat whose serial ports are opened under a seam mock: the port keeps it, so the failures a
+/// test injects reach its reads on the transport's thread.
 struct FaultyHat: ReceiverHardware {
     let hat: SimulatedHat
-    let plan: SerialFaultPlan
+    let seam: SeamMock
     var board: Board { hat.board }
     var link: HardwareLink { hat.link }
     var clock: any Clock<Duration> { hat.clock }
@@ -154,12 +50,11 @@ struct FaultyHat: ReceiverHardware {
 
     var access: HardwareAccess {
         let inner = hat.access
-        let plan = plan
+        let seam = seam
         return HardwareAccess(
             gpio: inner.gpio,
             openSerial: { path, speed, rtsCts in
-                try plan.checkOpen(path)
-                return FaultySerialLink(try inner.openSerial(path, speed, rtsCts), plan: plan)
+                try SeamMock.$current.withValue(seam) { try inner.openSerial(path, speed, rtsCts) }
             },
             openI2C: inner.openI2C)
     }
@@ -173,7 +68,7 @@ struct HardwareFaultSchedule {
     let kind: HardwareFaultKind
     let clock = ManualClock()
     let gpio = FakeGPIO()
-    let plan = SerialFaultPlan()
+    let seam = SeamMock()
     let hat: SimulatedHat
     let receiver: Receiver
     let driver: HatDriver
@@ -187,9 +82,9 @@ struct HardwareFaultSchedule {
         var board = try Rig.simulatorBoard()
         board.simulation?.coldStart = .seconds(Int.random(in: 2...6, using: &random))
         self.random = random
-        hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: .inProcess, timing: .driven,
-                               settings: SimulatedReceiver.Settings(board: board))
-        receiver = Receiver(on: FaultyHat(hat: hat, plan: plan))
+        hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: .pseudoTerminal,
+                               timing: .driven, settings: SimulatedReceiver.Settings(board: board))
+        receiver = Receiver(on: FaultyHat(hat: hat, seam: seam))
         driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
     }
 
@@ -232,24 +127,23 @@ struct HardwareFaultSchedule {
         await hat.shutdown()
     }
 
-    /// The receiver runs for its subscribers; the fault comes after a random number of reads.
+    /// The receiver runs for its subscribers; the fault comes at a random moment after the first fix
+    /// (the next read after it, wherever the epoch is).
     mutating func failMidStream() async throws {
         let subscriptions = subscribers(Int.random(in: 1...3, using: &random))
         _ = try await waitForPosition(subscriptions[0])
-        let reads = Int.random(in: 1...40, using: &random)
-        let device = hat.devicePath
-        log.append("fault after \(reads) reads")
+        let moment = Duration.milliseconds(Int.random(in: 0..<3000, using: &random))
+        log.append("fault \(moment) after the first fix")
+        await driver.advance(by: moment)
         switch kind {
         case .serialIOError:
-            plan.fail(afterReads: reads, with: SerialError(FailedCall(call: "read", device: device, errno: .ioError)))
+            seam.fail("read", with: .ioError)
         case .adapterUnplugged:
-            plan.setUnplugged(true)
-            plan.fail(afterReads: reads,
-                      with: SerialError(FailedCall(call: "read", device: device, errno: .noSuchDevice)))
+            seam.fail("read", with: .noSuchDevice)
         case .hangUp:
-            plan.fail(afterReads: reads, with: .hangUp(FailedCall(call: "poll", device: device, errno: nil)))
+            hat.disappear()
         case .eagainStorm:
-            plan.storm(Int.random(in: 1...500, using: &random))
+            seam.fail("read", with: .wouldBlock, times: Int.random(in: 1...500, using: &random))
         case .gpioChipVanishes:
             let line = try #require(powerLine, context)
             let call = FailedCall(call: "gpiod_line_request_set_value", device: "gpiochip0", errno: .noSuchDevice)
@@ -265,8 +159,9 @@ struct HardwareFaultSchedule {
             try await driver.run(untilPower: { $0 == .failed }, of: receiver)
             #expect(!powerIsOn, context)
             #expect(hat.receiver.mode == .off, context)
-            plan.setUnplugged(false)
+            if kind == .hangUp { try hat.reappear() }
         }
+        #expect(seam.pendingFailures == 0, context)
     }
 
     /// Every subscriber ends with `ReceiverError.deviceGone` carrying the injected errno.
@@ -367,7 +262,7 @@ enum HardwareFaultSeeds {
 
 @Suite("Hardware faults at the seam, seeded", .timeLimit(.minutes(10)))
 struct HardwareFaultScheduleTests {
-    @Test("200 seeded faults (EIO, EAGAIN storms, unplugged, POLLHUP, a vanished GPIO chip): typed errors, power off")
+    @Test("200 seeded faults (EIO, EAGAIN storms, ENODEV, POLLHUP, a vanished GPIO chip): typed errors, power off")
     func schedules() async throws {
         let seeds = HardwareFaultSeeds.seeds
         var kinds: [String: Int] = [:]
@@ -386,6 +281,83 @@ struct HardwareFaultScheduleTests {
                 guard let seed = next.next() else { continue }
                 group.addTask { var schedule = try HardwareFaultSchedule(seed: seed); try await schedule.run() }
             }
+        }
+    }
+}
+
+/// One seeded burst of I2C failures (`EREMOTEIO`: the Pi's controller saw a NAK; `ETIMEDOUT`: clock
+/// stretching past its limit) at the DDC transport, after a random number of good polls: a burst the
+/// transport tolerates costs no byte; a longer one is one failure naming the errno, and polling stops.
+struct I2CBurstSchedule {
+    let seed: UInt64
+    let errno: Errno
+    let burst: Int
+    let cleanPolls: Int
+
+    init(seed: UInt64) {
+        self.seed = seed
+        var random = SeededGenerator(seed: seed)
+        errno = Bool.random(using: &random) ? .remoteIO : .timedOut
+        burst = Int.random(in: 1...(DDCTransport.failuresTolerated + 3), using: &random)
+        cleanPolls = Int.random(in: 0...5, using: &random)
+    }
+
+    var context: Comment { Comment(rawValue: "seed \(seed): \(burst) × \(errno) after \(cleanPolls) good polls") }
+
+    func run() async throws {
+        let clock = ManualClock()
+        let bus = FakeUBloxI2C()
+        let transport = DDCTransport(port: UBloxDDC(bus: bus), period: .seconds(1), clock: ReceiverClock(clock))
+        let delivered = Delivered()
+        let frame = UBX.poll(.navPVT)
+        bus.enqueue(frame)
+        transport.start(onBytes: { delivered.add($0); return .none }, onFailure: { delivered.fail($0) })
+        await clock.waitForSleepers(1)
+        for _ in 0..<cleanPolls {
+            bus.enqueue(frame)
+            try await poll(clock)
+        }
+        for _ in 0..<burst { bus.inject(.fail(errno)) }
+        bus.enqueue(frame)
+        let fails = burst > DDCTransport.failuresTolerated
+        for index in 1...min(burst, DDCTransport.failuresTolerated + 1) {
+            let next = try #require(clock.nextDeadline, context)
+            clock.advance(to: next)
+            if fails && index == DDCTransport.failuresTolerated + 1 {
+                await delivered.waitForFailure()
+            } else {
+                await clock.waitForSleepers(1)
+            }
+        }
+        if fails {
+            let name = errno == .remoteIO ? "EREMOTEIO" : "ETIMEDOUT"
+            #expect(delivered.failure?.contains(name) == true, context)
+            let transfers = bus.transfers.count
+            clock.advance(by: .seconds(3600))
+            #expect(bus.transfers.count == transfers, "no polling after the failure; \(context.rawValue)")
+            #expect(delivered.bytes.count == (cleanPolls + 1) * frame.count, context)
+        } else {
+            // The poll after the burst reads the frame that waited behind it.
+            try await poll(clock)
+            await delivered.waitForBytes((cleanPolls + 2) * frame.count)
+            #expect(delivered.failure == nil, context)
+            #expect(delivered.bytes == Array([[UInt8]](repeating: frame, count: cleanPolls + 2).joined()), context)
+        }
+        await transport.close()
+    }
+
+    private func poll(_ clock: ManualClock) async throws {
+        let next = try #require(clock.nextDeadline, context)
+        clock.advance(to: next)
+        await clock.waitForSleepers(1)
+    }
+}
+
+extension HardwareFaultScheduleTests {
+    @Test("200 seeded I2C EREMOTEIO/ETIMEDOUT bursts at the DDC transport: tolerated, or one typed failure")
+    func i2cBursts() async throws {
+        for seed in HardwareFaultSeeds.seeds {
+            try await I2CBurstSchedule(seed: seed).run()
         }
     }
 }

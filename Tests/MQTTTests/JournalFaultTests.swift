@@ -179,7 +179,8 @@ import TestSupport
                     let journal = try Journal(directory: state)
                     for index in 1...3 { try journal.append(message(index)) }
                     tearNextWrite(bytes)
-                    #expect(failure { try journal.append(message(4)) } == "journal: write \(state)/journal: \(Errno.ioError)")
+                    let reported = failure { try journal.append(message(4)) }
+                    #expect(reported == "journal: write \(state)/journal: \(Errno.ioError)")
                 }
                 #expect(mock.pendingFailures == 0, "cut at \(bytes): the write was torn")
                 #expect(try FileSystem.contents(of: state + "/journal").count
