@@ -1,5 +1,5 @@
 import Foundation
-@testable import GNSSHat  // PowerStrategyRunner.lineOffAttempts
+@testable import GNSSHat  // DDCTransport, ReceiverClock
 import GNSSHatSimulator
 import GNSSHatTesting
 import GNSSProtocol
@@ -10,7 +10,7 @@ import Testing
 
 /// A fault at the hardware seam: a serial port's calls fail through LinuxSystem's seam (the real
 /// `SerialPort` on the simulated hat's pseudo-terminal, its errno mapped by PiHardware), the terminal's
-/// far side closes (a real `POLLHUP`), or the GPIO chip's line requests fail with `ENODEV`.
+/// far side closes (a real `POLLHUP`), or the GPIO chip goes away (its requests and sets fail with `ENODEV`).
 enum HardwareFaultKind: CaseIterable, CustomStringConvertible {
     /// `read` fails with `EIO` in the middle of an epoch.
     case serialIOError
@@ -43,6 +43,10 @@ enum HardwareFaultKind: CaseIterable, CustomStringConvertible {
 struct FaultyHat: ReceiverHardware {
     let hat: SimulatedHat
     let seam: SeamMock
+    /// While the adapter is out, each open of the port fails in the seam with `ENOENT`.
+    let adapter: AdapterSocket
+    /// While the chip is gone, its lines fail with `ENODEV`.
+    let chip: GPIOChipPresence
     var board: Board { hat.board }
     var link: HardwareLink { hat.link }
     var clock: any Clock<Duration> { hat.clock }
@@ -51,13 +55,72 @@ struct FaultyHat: ReceiverHardware {
     var access: HardwareAccess {
         let inner = hat.access
         let seam = seam
+        let adapter = adapter
         return HardwareAccess(
-            gpio: inner.gpio,
+            gpio: VanishingGPIO(inner: inner.gpio, chip: chip),
             openSerial: { path, speed, rtsCts in
-                try SeamMock.$current.withValue(seam) { try inner.openSerial(path, speed, rtsCts) }
+                if adapter.isUnplugged { seam.fail("open", with: .noSuchFileOrDirectory) }
+                return try SeamMock.$current.withValue(seam) { try inner.openSerial(path, speed, rtsCts) }
             },
             openI2C: inner.openI2C)
     }
+}
+
+/// Whether the GPIO chip is there.
+final class GPIOChipPresence: Sendable {
+    private let gone = Lock(false)
+    var isGone: Bool { gone.withLock { $0 } }
+    func setGone(_ value: Bool) { gone.withLock { $0 = value } }
+
+    /// What libgpiod reports for a call on a chip that went away (`ENODEV`), as PiHardware types it.
+    func check(_ call: String) throws(GPIOError) {
+        if isGone { throw .vanished(FailedCall(call: call, device: "gpiochip0", errno: .noSuchDevice)) }
+    }
+}
+
+/// GPIO lines whose chip can vanish: while it is gone, requests and sets fail with `ENODEV`.
+struct VanishingGPIO: GPIOLines {
+    let inner: any GPIOLines
+    let chip: GPIOChipPresence
+
+    func output(_ address: GPIOLineAddress, initiallyActive: Bool, activeLow: Bool) throws -> any OutputLine {
+        try chip.check("gpiod_chip_request_lines")
+        return VanishingOutputLine(
+            inner: try inner.output(address, initiallyActive: initiallyActive, activeLow: activeLow), chip: chip)
+    }
+
+    func edges(_ address: GPIOLineAddress, _ edges: GPIOEdges, activeLow: Bool, bias: GPIOBias) throws
+        -> any EdgeEventSource
+    {
+        try chip.check("gpiod_chip_request_lines")
+        return try inner.edges(address, edges, activeLow: activeLow, bias: bias)
+    }
+}
+
+/// An output line on a chip that can vanish.
+final class VanishingOutputLine: OutputLine {
+    let inner: any OutputLine
+    let chip: GPIOChipPresence
+    init(inner: any OutputLine, chip: GPIOChipPresence) {
+        self.inner = inner
+        self.chip = chip
+    }
+    var name: String { inner.name }
+    func setActive(_ active: Bool) throws {
+        try chip.check("gpiod_line_request_set_value")
+        try inner.setActive(active)
+    }
+    func isActive() throws -> Bool {
+        try chip.check("gpiod_line_request_get_value")
+        return try inner.isActive()
+    }
+}
+
+/// Whether the USB adapter is plugged in.
+final class AdapterSocket: Sendable {
+    private let unplugged = Lock(false)
+    var isUnplugged: Bool { unplugged.withLock { $0 } }
+    func setUnplugged(_ value: Bool) { unplugged.withLock { $0 = value } }
 }
 
 /// One seeded fault: subscribers on a receiver with its first fix, the fault at a random moment, then the
@@ -69,6 +132,8 @@ struct HardwareFaultSchedule {
     let clock = ManualClock()
     let gpio = FakeGPIO()
     let seam = SeamMock()
+    let adapter = AdapterSocket()
+    let chip = GPIOChipPresence()
     let hat: SimulatedHat
     let receiver: Receiver
     let driver: HatDriver
@@ -84,7 +149,7 @@ struct HardwareFaultSchedule {
         self.random = random
         hat = try SimulatedHat(board: board, clock: clock, lines: gpio, connection: .pseudoTerminal,
                                timing: .driven, settings: SimulatedReceiver.Settings(board: board))
-        receiver = Receiver(on: FaultyHat(hat: hat, seam: seam))
+        receiver = Receiver(on: FaultyHat(hat: hat, seam: seam, adapter: adapter, chip: chip))
         driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
     }
 
@@ -115,13 +180,19 @@ struct HardwareFaultSchedule {
         }
     }
 
-    mutating func run() async throws {
-        if kind == .gpioChipGoneAtPowerOn {
-            try await failAtPowerOn()
-        } else {
-            try await failMidStream()
+    /// Runs the schedule; a step that throws (a wait that never ends) is an issue naming the seed.
+    mutating func run() async {
+        do {
+            if kind == .gpioChipGoneAtPowerOn {
+                try await failAtPowerOn()
+            } else {
+                try await failMidStream()
+            }
+            try await startsCleanly()
+        } catch {
+            Issue.record(Comment(rawValue: "\(error); power \(receiver.powerState), last failure "
+                + "\(receiver.statistics.lastFailure ?? "none"); \(context.rawValue)"))
         }
-        try await startsCleanly()
         let receiver = receiver
         _ = try? await driver.run { await receiver.shutdown() }
         await hat.shutdown()
@@ -139,15 +210,14 @@ struct HardwareFaultSchedule {
         case .serialIOError:
             seam.fail("read", with: .ioError)
         case .adapterUnplugged:
+            adapter.setUnplugged(true)
             seam.fail("read", with: .noSuchDevice)
         case .hangUp:
             hat.disappear()
         case .eagainStorm:
             seam.fail("read", with: .wouldBlock, times: Int.random(in: 1...500, using: &random))
         case .gpioChipVanishes:
-            let line = try #require(powerLine, context)
-            let call = FailedCall(call: "gpiod_line_request_set_value", device: "gpiochip0", errno: .noSuchDevice)
-            line.failNextSets(PowerStrategyRunner.lineOffAttempts, with: .vanished(call))
+            chip.setGone(true)
         case .gpioChipGoneAtPowerOn:
             break
         }
@@ -160,8 +230,27 @@ struct HardwareFaultSchedule {
             #expect(!powerIsOn, context)
             #expect(hat.receiver.mode == .off, context)
             if kind == .hangUp { try hat.reappear() }
+            if kind == .adapterUnplugged { try await staysUnplugged() }
         }
         #expect(seam.pendingFailures == 0, context)
+    }
+
+    /// While the adapter is still out, subscribers find no device (`open`: `ENOENT`): each gets the typed
+    /// error (one that comes after a failed power-on starts another, which fails too), and the power goes
+    /// off again. Then it is plugged back.
+    mutating func staysUnplugged() async throws {
+        let subscriptions = subscribers(Int.random(in: 1...3, using: &random))
+        for subscription in subscriptions {
+            let error = try await driver.run { await firstError(subscription) }
+            guard case .link(_, let fault)? = error as? ReceiverError, case .notFound? = fault as? SerialError else {
+                Issue.record("expected a link not found, got \(String(describing: error)); \(context.rawValue)")
+                continue
+            }
+            #expect(fault.failedCall?.errno == .noSuchFileOrDirectory, context)
+        }
+        try await driver.run(untilPower: { $0 == .failed }, of: receiver)
+        #expect(!powerIsOn, context)
+        adapter.setUnplugged(false)
     }
 
     /// Every subscriber ends with `ReceiverError.deviceGone` carrying the injected errno.
@@ -198,33 +287,35 @@ struct HardwareFaultSchedule {
             // The supply could not be switched off, and the statistics say so.
             #expect(receiver.statistics.failedPowerOffs == 1, context)
             let failure = receiver.statistics.powerOffFailure ?? ""
-            #expect(failure.contains("ENODEV") || failure.contains("vanished"), Comment(rawValue: failure))
+            #expect(failure.contains("ENODEV"), Comment(rawValue: "\(failure); \(context.rawValue)"))
+            chip.setGone(false)
         } else {
             #expect(!powerIsOn, context)
             #expect(receiver.statistics.powerOffFailure == nil, context)
         }
     }
 
-    /// The chip is gone when the first subscriber comes: each subscriber gets the vanished line.
+    /// The chip is gone when the next subscribers come (after a first session): each gets the vanished line
+    /// (one that comes after a failed power-on starts another, which fails too). Then it is back.
     mutating func failAtPowerOn() async throws {
         let first = subscribers(1)
         _ = try await waitForPosition(first[0])
         first[0].cancel()
         try await driver.run(untilPower: { $0 == .off }, of: receiver)
-        let line = try #require(powerLine, context)
-        let call = FailedCall(call: "gpiod_line_request_set_value", device: "gpiochip0", errno: .noSuchDevice)
-        line.failNextSet(with: .vanished(call))
+        chip.setGone(true)
         let subscriptions = subscribers(Int.random(in: 1...3, using: &random))
+        log.append("\(subscriptions.count) subscribers")
         for subscription in subscriptions {
             let error = try await driver.run { await firstError(subscription) }
-            guard case .gpio(let role, .vanished)? = error as? ReceiverError else {
+            guard case .gpio(let role, .vanished(let call))? = error as? ReceiverError else {
                 Issue.record("expected a vanished enable line, got \(String(describing: error)); \(context.rawValue)")
                 continue
             }
-            #expect(role == "enable", context)
+            #expect(role == "enable" && call.errno == .noSuchDevice, context)
         }
         try await driver.run(untilPower: { $0 == .failed }, of: receiver)
         #expect(!powerIsOn, context)
+        chip.setGone(false)
     }
 
     /// The next subscriber powers the receiver on and gets a fresh fix; after it leaves, the power is off.
@@ -275,11 +366,11 @@ struct HardwareFaultScheduleTests {
             var next = seeds.makeIterator()
             for _ in 0..<4 {
                 guard let seed = next.next() else { break }
-                group.addTask { var schedule = try HardwareFaultSchedule(seed: seed); try await schedule.run() }
+                group.addTask { var schedule = try HardwareFaultSchedule(seed: seed); await schedule.run() }
             }
             while try await group.next() != nil {
                 guard let seed = next.next() else { continue }
-                group.addTask { var schedule = try HardwareFaultSchedule(seed: seed); try await schedule.run() }
+                group.addTask { var schedule = try HardwareFaultSchedule(seed: seed); await schedule.run() }
             }
         }
     }
