@@ -7,7 +7,7 @@
 # and the journal ends empty. Prints the kills, records written, delivered, duplicates and torn rejected;
 # logs in .build/journal-crash/. The driver is scripts/journal-crash.py (Debian's python3-paho-mqtt).
 #
-#   scripts/journal-crash.sh            # 100 kills (about a minute and a half here)
+#   scripts/journal-crash.sh            # 100 kills (about 30 s here)
 #   scripts/journal-crash.sh 1000 --seed 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
