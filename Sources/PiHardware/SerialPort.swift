@@ -6,7 +6,8 @@ public import LinuxSystem
 /// A serial port (`/dev/ttyAMA0`, `/dev/serial0`, `/dev/ttyUSB0`, a pseudo-terminal), opened
 /// with `O_NOCTTY | O_NONBLOCK` in raw mode, 8 data bits, no parity, 1 stop bit.
 ///
-/// A `read` and a `write` may run on two threads at once; `close()` waits for both to finish.
+/// A `read` and a `write` may run on two threads at once; `close()` waits for both to finish. The
+/// seam's mock in force at the open (tests only) stays with the port, whichever thread reads later.
 public final class SerialPort: ByteLink {
     /// The standard speeds (termios `B4800` … `B921600`) this port accepts.
     public static let standardSpeeds = [4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600]
@@ -20,6 +21,8 @@ public final class SerialPort: ByteLink {
     private let descriptor: Lock<CInt>
     private let readLock = Lock(())
     private let writeLock = Lock(())
+    /// The seam's mock in force at the open (tests only), installed again around every later call.
+    private let seam: SeamMock?
 
     /// Opens `path` (`open` with `O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC`), takes exclusive
     /// use (`ioctl(TIOCEXCL)`), and sets raw 8N1 at `speed` (`tcgetattr`, `cfmakeraw`,
@@ -38,6 +41,7 @@ public final class SerialPort: ByteLink {
         self.path = path
         self.writeTimeout = writeTimeout
         self.descriptor = Lock(fd)
+        self.seam = SeamMock.inForce
         do throws(SerialError) {
             if exclusive {
                 try check(retryingInterrupts(.ioctl("TIOCEXCL"), path) {
@@ -112,7 +116,10 @@ public final class SerialPort: ByteLink {
     public func read(into buffer: inout [UInt8], maxCount: Int = 4096, until waker: Waker) throws(SerialError) {
         try readLock.withLock { _ throws(SerialError) in
             let fd = try openDescriptor()
-            switch DescriptorIO.read(fd, device: path, into: &buffer, maxCount: maxCount, timeout: nil, wake: waker) {
+            let outcome = withSeamMock(seam) {
+                DescriptorIO.read(fd, device: path, into: &buffer, maxCount: maxCount, timeout: nil, wake: waker)
+            }
+            switch outcome {
             case .bytes, .timedOut: return
             case .hungUp(let failure): throw .hangUp(failure)
             case .failed(let failure): throw SerialError(failure)
@@ -123,7 +130,10 @@ public final class SerialPort: ByteLink {
     private func read(maxCount: Int, timeout: Duration?, wake: Waker?) throws(SerialError) -> [UInt8] {
         try readLock.withLock { _ throws(SerialError) in
             let fd = try openDescriptor()
-            switch DescriptorIO.read(fd, device: path, maxCount: maxCount, timeout: timeout, wake: wake) {
+            let outcome = withSeamMock(seam) {
+                DescriptorIO.read(fd, device: path, maxCount: maxCount, timeout: timeout, wake: wake)
+            }
+            switch outcome {
             case .bytes(let bytes): return bytes
             case .timedOut: return []
             case .hungUp(let failure): throw .hangUp(failure)
@@ -136,7 +146,10 @@ public final class SerialPort: ByteLink {
     public func write(_ bytes: [UInt8]) throws(SerialError) {
         try writeLock.withLock { _ throws(SerialError) in
             let fd = try openDescriptor()
-            switch DescriptorIO.writeAll(fd, device: path, bytes: bytes, timeout: writeTimeout) {
+            let outcome = withSeamMock(seam) {
+                DescriptorIO.writeAll(fd, device: path, bytes: bytes, timeout: writeTimeout)
+            }
+            switch outcome {
             case .written: return
             case .timedOut(let failure): throw .writeTimedOut(failure)
             case .hungUp(let failure): throw .hangUp(failure)

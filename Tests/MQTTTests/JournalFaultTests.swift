@@ -149,6 +149,100 @@ import TestSupport
         }
     }
 
+    /// A seam that tears the next write it is armed for: the write takes its first `bytes`, then the
+    /// process stops as a crash or a power cut stops it: the rest of the record never comes (`write`
+    /// fails) and the part is not cut off again (`ftruncate` fails), so it stays in the file.
+    func tearingSeam() -> (mock: SeamMock, tearNextWrite: @Sendable (_ bytes: Int) -> Void) {
+        let cut = Lock<Int?>(nil)
+        let mock = Lock<SeamMock?>(nil)
+        let seam = SeamMock(write: { _, _ in
+            guard let bytes = cut.withLock({ cut -> Int? in
+                defer { cut = nil }
+                return cut
+            }) else { return nil }
+            mock.withLock { $0?.fail("write", with: .ioError) }
+            mock.withLock { $0?.fail("ftruncate", with: .ioError) }
+            return bytes
+        })
+        mock.withLock { $0 = seam }
+        return (seam, { bytes in cut.withLock { $0 = bytes } })
+    }
+
+    /// Every cut point of a message record (all its bytes but the last at least one).
+    var messageCuts: ClosedRange<Int> { 1...(JournalCodec.encodedSize(of: message(4)) - 1) }
+
+    @Test func aMessageTornAtAnyByteByACrashIsNeverReplayedAndEveryCompleteOneIs() throws {
+        for bytes in messageCuts {
+            try withState { state in
+                let (mock, tearNextWrite) = tearingSeam()
+                try SeamMock.$current.withValue(mock) {
+                    let journal = try Journal(directory: state)
+                    for index in 1...3 { try journal.append(message(index)) }
+                    tearNextWrite(bytes)
+                    let reported = failure { try journal.append(message(4)) }
+                    #expect(reported == "journal: write \(state)/journal: \(Errno.ioError)")
+                }
+                #expect(mock.pendingFailures == 0, "cut at \(bytes): the write was torn")
+                #expect(try FileSystem.contents(of: state + "/journal").count
+                    == 3 * JournalCodec.encodedSize(of: message(1)) + bytes)
+                try {
+                    let reopened = try reopenJournal(state)
+                    #expect(reopened.pending.map(\.message) == (1...3).map { message($0) }, "cut at \(bytes)")
+                    #expect(reopened.recovery.corruptRegions == 1 && reopened.recovery.corruptBytes == bytes)
+                    #expect(reopened.recovery.tornTail)
+                    // The open cut the torn part off: what comes next follows a valid record.
+                    try reopened.append(message(5))
+                }()
+                let again = try reopenJournal(state)
+                #expect(again.recovery.isClean, "cut at \(bytes): \(again.recovery)")
+                #expect(again.pending.map(\.message) == [1, 2, 3, 5].map { message($0) })
+            }
+        }
+    }
+
+    @Test func aTornMessageTheServiceWritesPastIsSkippedAndWhatFollowsIsKept() throws {
+        for bytes in messageCuts {
+            try withState { state in
+                let (mock, tearNextWrite) = tearingSeam()
+                try SeamMock.$current.withValue(mock) {
+                    let journal = try Journal(directory: state)
+                    for index in 1...3 { try journal.append(message(index)) }
+                    tearNextWrite(bytes)
+                    #expect(throws: JournalError.self) { try journal.append(message(4)) }
+                    // The part stayed (its cut failed); the next records follow it in the file.
+                    try journal.append(message(5))
+                    #expect(try journal.acknowledge(2))
+                    // A failed append takes no sequence number: message 5 has the torn record's.
+                    #expect(journal.pending.map(\.sequence) == [1, 3, 4])
+                    #expect(journal.pending.map(\.message) == [1, 3, 5].map { message($0) })
+                }
+                let reopened = try reopenJournal(state)
+                #expect(reopened.pending.map(\.message) == [1, 3, 5].map { message($0) }, "cut at \(bytes)")
+                #expect(reopened.recovery.corruptRegions == 1 && reopened.recovery.corruptBytes == bytes)
+                #expect(!reopened.recovery.tornTail)
+            }
+        }
+    }
+
+    @Test func aRemovalTornByACrashSendsItsMessageOnceMoreAndNothingElse() throws {
+        let removal = JournalCodec.overhead
+        for bytes in 1..<removal {
+            try withState { state in
+                let (mock, tearNextWrite) = tearingSeam()
+                try SeamMock.$current.withValue(mock) {
+                    let journal = try Journal(directory: state)
+                    for index in 1...3 { try journal.append(message(index)) }
+                    #expect(try journal.acknowledge(1))
+                    tearNextWrite(bytes)
+                    #expect(throws: JournalError.self) { try journal.acknowledge(2) }
+                }
+                let reopened = try reopenJournal(state)
+                #expect(reopened.pending.map(\.sequence) == [2, 3], "cut at \(bytes)")
+                #expect(reopened.recovery.corruptBytes == bytes && reopened.recovery.tornTail)
+            }
+        }
+    }
+
     @Test func thePasswordFileIsReadThroughTheSeam() throws {
         let directory = try TestPaths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -104,6 +104,32 @@ struct SerialPortTests {
         #expect(received == [1, 2, 3, 4, 5, 6, 7, 8])
     }
 
+    @Test("the seam mock in force at the open stays with the port: a read on another task takes its failure")
+    func seamMockFollowsThePort() async throws {
+        let pty = try PseudoTerminal()
+        let mock = SeamMock()
+        let port = try SeamMock.$current.withValue(mock) { try SerialPort(path: pty.devicePath, speed: 115200) }
+        try pty.write([1, 2, 3])
+        mock.fail("read", with: .ioError)
+        // A detached task inherits no task-local: only the port's own hold on the mock can fail the read.
+        let outcome = await Task.detached { () -> Result<[UInt8], SerialError> in
+            #expect(SeamMock.current == nil)
+            do throws(SerialError) {
+                return .success(try port.read(timeout: .seconds(5)))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        guard case .failure(.vanished(let failure)) = outcome else {
+            Issue.record("expected the injected EIO as a vanished port, got \(outcome)")
+            return
+        }
+        #expect(failure.call == "read" && failure.errno == .ioError)
+        #expect(mock.pendingFailures == 0)
+        #expect(try readExactly(3) { try port.read(timeout: $0) } == [1, 2, 3], "the bytes are still there")
+        port.close()
+    }
+
     @Test("a read into a buffer reports a hang-up as the plain read does")
     func readIntoHangUp() throws {
         var pty: PseudoTerminal? = try PseudoTerminal()
