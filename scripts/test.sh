@@ -2,7 +2,7 @@
 # Runs every GNSSHat test: installs what is missing, builds once, runs the unit tests, then the
 # GNSSProtocol differential tests and the fuzzers, the libgpiod v2 build, the concurrent parts under
 # ThreadSanitizer, the static binary, the emulated hardware-in-loop rig in QEMU, the amd64 Debian
-# package, the soak and the network faults. Beside those, from the end of the debug build on, the
+# package, the soak, the network faults and the journal's crash test. Beside those, from the end of the debug build on, the
 # same on the Pi's CPU runs as a second lane (scripts/test-aarch64-lane.sh: Debian's Swift 6.2 cross
 # toolchain, the static binary, every test target under qemu-user, the rig on Debian's arm64 kernel,
 # the arm64 package), its output in .build/test-aarch64-lane.log and its step lines here. Each step
@@ -111,6 +111,9 @@ scripts/soak.sh 1
 
 step "network faults against the real broker (scripts/netfault.sh): loss, a slow link, a partition, restarts"
 scripts/netfault.sh
+
+step "crash safety of the MQTT journal (scripts/journal-crash.sh): 100 seeded SIGKILLs and torn records while the broker is away"
+scripts/journal-crash.sh 100
 
 step "the aarch64 lane (scripts/test-aarch64-lane.sh, started at ${lane_started} s): waiting for it to end"
 lane_status=0
