@@ -83,6 +83,8 @@ final class HardwareSession: Sendable {
     let planJobs: AsyncStream<PlanJob>.Continuation
     private let planStream: AsyncStream<PlanJob>
     let planObservers = PlanObservers()
+    /// RTK corrections: subscribed while they are needed, written to the receiver (CorrectionFeed.swift).
+    let corrections: CorrectionFeed
     private let ppsThread = SerialThread(name: "gnss-pps")
     private let ppsControl = LoopControl()
     /// Wakes the PPS loop to stop, so it waits for edges with no time-out (no wake-ups between
@@ -130,6 +132,7 @@ final class HardwareSession: Sendable {
         self.stateDirectory = options.stateDirectory
         self.aidingTime = options.aidingTime
         (planStream, planJobs) = AsyncStream.makeStream(of: PlanJob.self)
+        corrections = CorrectionFeed(boardTakesRTCM: board.corrections.rtcm3, clock: clock)
         startPlanLoop(planStream)
     }
 
@@ -275,6 +278,7 @@ final class HardwareSession: Sendable {
                 try await configurator.configure()
             }
             if let emitter { startPPS(emitter) }
+            corrections.power(transport)
         } catch {
             updateStatistics { statistics in
                 statistics.failedPowerOns += 1
@@ -394,9 +398,24 @@ final class HardwareSession: Sendable {
                 if let fix = epoch.fix, fix.hasPosition { enqueuePlanJob { .fix(fix, $0) } }
             }
         }
+        feedCorrections(outputs)
         log.record(outputs)
         for waiter in ready { waiter.resume() }
         return marks
+    }
+
+    /// What the corrections feed needs of a chunk's outputs: each fix's mode, and the receiver's RXM-RTCM.
+    private func feedCorrections(_ outputs: [GNSSDecoder.Output]) {
+        for output in outputs {
+            switch output {
+            case .epoch(let epoch):
+                if let fix = epoch.fix { corrections.fixMode(fix.mode) }
+            case .message(.ubx(.rxmRTCM(let report))):
+                corrections.confirm(report)
+            default:
+                break
+            }
+        }
     }
 
     /// The statistics one decoder output changes: messages, decode errors, epochs, fixes and the time to
@@ -520,6 +539,7 @@ final class HardwareSession: Sendable {
     /// going), then every strategy's off action in reverse order (each tried even if an earlier
     /// one failed), then the link closes. Never throws: failures are recorded. Part of the plan's job.
     func hardwareOff() async {
+        corrections.power(nil)
         await ppsControl.stop(waking: { ppsWake?.wake() })
         let transport = state.withLock { $0.transport }
         await transport?.stopReading()
@@ -563,6 +583,7 @@ final class HardwareSession: Sendable {
 
     /// Releases the lines (the Receiver shuts down).
     func release() {
+        corrections.release()
         planJobs.finish()
         planObservers.finish()
         lines.releaseAll()
