@@ -90,8 +90,8 @@ let package = Package(
         .executableTarget(
             name: "gnss-hat",
             dependencies: [
-                "GNSSHat", "GNSSHatSimulator", "GPSD", "GPSDProtocol", "MQTT", "GNSSProtocol", "Signals", "LinuxSystem",
-                "PiHardware",
+                "GNSSHat", "GNSSHatSimulator", "GPSD", "GPSDProtocol", "MQTT", "NTRIP", "GNSSProtocol", "Signals",
+                "LinuxSystem", "PiHardware",
             ]
         ),
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.

@@ -310,7 +310,8 @@ public struct Board: Sendable, Hashable {
         public init(
             coldStart: Duration = .seconds(30), hotStart: Duration = .seconds(1), boot: Duration = .milliseconds(300),
             backupSupply: Bool = true, latitude: Double = 51.4779, longitude: Double = -0.0015, altitude: Double = 45,
-            speed: Double = 1.4, course: Double = 90, rtkFloat: Duration = .seconds(5), rtkFixed: Duration = .seconds(30)
+            speed: Double = 1.4, course: Double = 90, rtkFloat: Duration = .seconds(5),
+            rtkFixed: Duration = .seconds(30)
         ) {
             self.rtkFloat = rtkFloat
             self.rtkFixed = rtkFixed

@@ -431,7 +431,8 @@ enum BoardSchema {
         }
         if board.corrections.rtcm3, case .i2c = board.link, !board.chip.family.isUBlox {
             throw BoardError(file: reader.file, field: "corrections.rtcm3",
-                             problem: "RTCM 3 over I2C is written to a u-blox DDC port; this chip is \(board.chip.family)")
+                             problem: "RTCM 3 over I2C is written to a u-blox DDC port; this chip is "
+                                + "\(board.chip.family)")
         }
         if board.corrections.rtcm3, board.simulation != nil, board.chip.family != .ubloxGen9 {
             throw BoardError(file: reader.file, field: "corrections.rtcm3",

@@ -58,7 +58,8 @@ public struct CorrectionStatus: Sendable, Hashable, CustomStringConvertible {
         if let notWantedBecause { text += " (\(notWantedBecause))" }
         text += ": \(framesWritten) frames written (\(bytesWritten) bytes), \(framesDropped) dropped"
         if confirmedUsed + confirmedNotUsed + confirmedCRCFailed > 0 {
-            text += "; the receiver used \(confirmedUsed), did not use \(confirmedNotUsed), CRC failed \(confirmedCRCFailed)"
+            text += "; the receiver used \(confirmedUsed), did not use \(confirmedNotUsed), "
+                + "CRC failed \(confirmedCRCFailed)"
         }
         if let lastError { text += "; last error: \(lastError)" }
         return text

@@ -136,7 +136,10 @@ public final class Receiver: ActivityReporting {
     /// The fixes a subscriber with `demand` gets: `fixes` itself for a continuous demand (every
     /// epoch), else the schedule ``fixes(every:maximumAge:accuracy:)`` describes.
     public func fixes(for demand: FixDemand) -> RefCountedSignal<Fix> {
-        guard let schedule = FixSchedule(demand: demand) else { return fixes }
+        guard let schedule = FixSchedule(demand: demand) else {
+            // Every epoch; an accuracy asked (RTK corrections at or below the board's threshold) is a demand too.
+            return demand == .continuous ? fixes : continuousFixes(demand)
+        }
         return scheduledViews.withLock { views in
             if let view = views[demand] { return view }
             let rule = Lock(schedule)
@@ -153,6 +156,19 @@ public final class Receiver: ActivityReporting {
                 default:
                     return nil
                 }
+            }
+            views[demand] = view
+            return view
+        }
+    }
+
+    /// Every fix, for a continuous subscriber that asks for an accuracy (the demand reaches the plan and the
+    /// corrections feed; the fixes are not filtered).
+    private func continuousFixes(_ demand: FixDemand) -> RefCountedSignal<Fix> {
+        scheduledViews.withLock { views in
+            if let view = views[demand] { return view }
+            let view = demandEvents.withDemand(demand) { event -> Fix? in
+                if case .fix(let fix) = event { fix } else { nil }
             }
             views[demand] = view
             return view

@@ -23,12 +23,12 @@ enum ServeCommand: Subcommand {
             .value("chrony-pps-socket", "PATH", "feed chrony's SOCK refclock at PATH with PPS edges (keeps it on)"),
             .flag("early-position", "publish a TPV as soon as an epoch's position is known"),
             .value("nice", "N", "scheduling priority, -20 to 19, as gpsd's (default: -10 where allowed)"),
-        ] + MQTTOptions.specs,
+        ] + MQTTOptions.specs + CorrectionsLink.specs,
         details: """
             Speaks gpsd's JSON protocol (gpspipe, cgps, python3-gps, chrony, ...) for one board. --linger defaults
             to 5 s here; --verbose logs clients, power and errors to standard error. Runs until SIGTERM or SIGINT
             (exit status 0; 4 if the receiver could not be switched off).
-            """ + "\n" + MQTTOptions.details + "\n" + """
+            """ + "\n" + MQTTOptions.details + "\n" + CorrectionsLink.details + "\n" + """
             example: gnss-hat serve --board uputronics-gps-rtc --listen 0.0.0.0:2947
             example: gnss-hat serve --mqtt mqtts://pi1@broker.lan --mqtt-password-file /etc/gnss-hat/mqtt-password
             """
@@ -60,6 +60,9 @@ enum ServeCommand: Subcommand {
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
         let receiver = try makeReceiver(board: board, linger: linger, arguments)
+        let corrections = try CorrectionsLink.attach(arguments, to: receiver) { line in
+            standardError("gnss-hat serve: \(line)")
+        }
         let source = GPSDSource.receiver(receiver)
         let server = try makeServer(source: source, listen: listen, log: log, arguments)
         let bridge = try await startBridge(mqtt, receiver: receiver)
@@ -73,6 +76,7 @@ enum ServeCommand: Subcommand {
             throw CommandFailure(.failure, "\(error)")
         }
         await server.waitUntilStopped()
+        await corrections?.stop(receiver)
         // The receiver is off: the bridge says so, says offline, and keeps what the broker lacks.
         await bridge?.stop()
         // The last power-off may have failed (an output line that could not be driven even after
