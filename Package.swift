@@ -169,7 +169,10 @@ let package = Package(
         // of the tests' own (socat in front of it for TLS).
         .testTarget(
             name: "NTRIPTests",
-            dependencies: ["NTRIP", "GNSSProtocol", "GNSSHatTesting", "LinuxSystem", "Signals", "TestSupport"]
+            dependencies: [
+                "NTRIP", "GNSSProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "LinuxSystem", "Signals",
+                "TestSupport",
+            ]
         ),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),
