@@ -79,9 +79,11 @@ struct ReceiverCorrectionsTests {
         fine.cancel()
         try await driver.run { await receiver.waitForCorrections { !$0.subscribed } }
         #expect(receiver.corrections.notWantedBecause == .demandNeedsNoRTK)
+        // The client's signal lingers from now on (its deadline is set as it enters the state).
+        for await state in rig.client.corrections.stateChanges() where state == .lingering { break }
         rig.clock.advance(by: .milliseconds(4900))
-        #expect(try establishedConnections(port: port) == 1)
         #expect(rig.client.corrections.state == .lingering)
+        #expect(try establishedConnections(port: port) == 1)
         rig.clock.advance(by: .milliseconds(100))
         // The client's stop has run (the socket closed, its end awaited): the caster's side is no longer established.
         for await state in rig.client.corrections.stateChanges() where state == .idle { break }
@@ -112,7 +114,10 @@ func establishedConnections(port: Int) throws -> Int {
     let wanted = String(repeating: "0", count: max(0, 4 - hexPort.count)) + hexPort
     var count = 0
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        // Read to the end: procfs files say size 0, and a busy table is longer than a page.
+        guard let handle = FileHandle(forReadingAtPath: table) else { continue }
+        defer { try? handle.close() }
+        let text = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count > 3, fields[1].hasSuffix(":" + wanted), fields[3] == "01" else { continue }
@@ -124,7 +129,7 @@ func establishedConnections(port: Int) throws -> Int {
 
 /// RTCM frames written to the caster and not yet handed to the Receiver: a part of the system the
 /// HatDriver waits for, so that simulated time does not run on while frames cross the sockets.
-final class FramesInFlight: ActivityReporting {
+final class FramesInFlight: ActivityReporting, CustomStringConvertible {
     private struct State {
         var sent = 0
         var arrived = 0
@@ -147,6 +152,8 @@ final class FramesInFlight: ActivityReporting {
         }
         for waiter in waiters { waiter.resume() }
     }
+
+    var description: String { state.withLock { "\($0.sent) frames sent, \($0.arrived) arrived" } }
 
     var activity: Activity {
         state.withLock { Activity(isIdle: $0.arrived >= $0.sent, changes: $0.changes) }
