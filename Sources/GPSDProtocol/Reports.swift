@@ -79,6 +79,10 @@ public enum GPSDReport {
                 if let age = fix.dgpsAge, let station = fix.dgpsStation {
                     j.number("dgpsAge", age, 1)
                     j.int("dgpsSta", station)
+                } else if fix.isDifferential, let age = fix.correctionAge, let station = fix.referenceStation {
+                    // No GGA said (a UBX-only stream): NAV-PVT's correction age and RXM-RTCM's station.
+                    j.number("dgpsAge", age, 1)
+                    j.int("dgpsSta", station)
                 }
             }
             j.end(lineEnding: lineEnding)

@@ -270,6 +270,25 @@ struct ResponseTests {
         #expect(line.contains(#""device":"/dev/a\"b\\c\u0001\u001f\u000a""#))
     }
 
+    @Test("an RTK fix: gpsd's status 3 (RTK fixed) / 4 (float), dgpsAge and dgpsSta from NAV-PVT and RXM-RTCM")
+    func rtkStatus() {
+        var fix = Fix()
+        fix.mode = .threeD
+        fix.latitude = 51.5
+        fix.longitude = -0.1
+        fix.status = .rtkFixed
+        fix.correctionAge = 2
+        fix.referenceStation = 2003
+        let fixed = GPSDReport.tpv(fix, device: "sim")
+        #expect(fixed.contains(#""status":3"#) && fixed.contains(#""dgpsAge":2.0"#) && fixed.contains(#""dgpsSta":2003"#),
+                "\(fixed)")
+        fix.status = .rtkFloat
+        #expect(GPSDReport.tpv(fix, device: "sim").contains(#""status":4"#))
+        // Without corrections used, no dgps fields even if an age was left over.
+        fix.status = .gps
+        #expect(!GPSDReport.tpv(fix, device: "sim").contains("dgpsAge"))
+    }
+
     @Test("an object that outgrows the room reserved for it is written again with more, after what was there")
     func writerOutgrowsItsRoom() {
         func write(_ bytes: inout [UInt8], capacity: Int) {

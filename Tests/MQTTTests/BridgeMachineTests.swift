@@ -66,6 +66,7 @@ import Testing
             "homeassistant/device_tracker/gnss-hat-pi1/location/config",
             "homeassistant/sensor/gnss-hat-pi1/satellites/config",
             "homeassistant/sensor/gnss-hat-pi1/power/config",
+            "homeassistant/sensor/gnss-hat-pi1/rtk/config",
         ])
         #expect(messages.allSatisfy { $0.retain })
         #expect(messages[0].text == "online")
@@ -75,7 +76,7 @@ import Testing
         // Discovery is once per connection: again after a reconnect, never in between.
         #expect(published(bridge.handle(.power(.lingering, failure: nil))).map(\.topic) == ["gnss-hat/pi1/power"])
         _ = lose(&bridge)
-        #expect(published(connect(&bridge)).count == 5)
+        #expect(published(connect(&bridge)).count == 6)
     }
 
     @Test func fixesGoThroughTheJournalPublishedOnlyWhileConnected() throws {
