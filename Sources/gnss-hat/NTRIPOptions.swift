@@ -24,25 +24,31 @@ struct CorrectionsLink: Sendable {
         "accuracy", watch with --accuracy); the connection closes 30 s after the last such subscriber leaves.
         """
 
-    /// The client `--ntrip` asks for, attached to `receiver`; nil without `--ntrip`.
-    static func attach(
-        _ arguments: ParsedArguments, to receiver: Receiver, log: @escaping @Sendable (String) -> Void
-    ) throws -> CorrectionsLink? {
+    /// The configuration `--ntrip` and `--ntrip-password-file` give (checked before any hardware is touched);
+    /// nil without `--ntrip`.
+    static func configuration(_ arguments: ParsedArguments) throws -> NTRIPConfiguration? {
         guard let url = arguments.value("ntrip") else {
             if arguments.value("ntrip-password-file") != nil {
                 throw UsageError("--ntrip-password-file needs --ntrip")
             }
             return nil
         }
-        let configuration: NTRIPConfiguration
         do {
-            configuration = try NTRIPConfiguration(
+            let configuration = try NTRIPConfiguration(
                 url: url, passwordFile: arguments.value("ntrip-password-file"),
                 softwareVersion: GNSSHatVersion.current)
             _ = try configuration.credentials()
+            return configuration
         } catch {
             throw UsageError("--ntrip: \(error)")
         }
+    }
+
+    /// A client of `configuration` attached to `receiver`; nil without one.
+    static func attach(
+        _ configuration: NTRIPConfiguration?, to receiver: Receiver, log: @escaping @Sendable (String) -> Void
+    ) -> CorrectionsLink? {
+        guard let configuration else { return nil }
         let feed = PositionFeed()
         let client = NTRIPClient(configuration: configuration, log: { log("ntrip: \($0)") }, position: feed)
         // The GGA reports the receiver's latest position; observing does not keep the receiver on.

@@ -42,6 +42,7 @@ enum ServeCommand: Subcommand {
             throw UsageError("--nice needs a whole number from -20 to 19, not '\(arguments.value("nice") ?? "")'")
         }
         let minimumOff = try arguments.seconds("min-off")
+        let ntrip = try CorrectionsLink.configuration(arguments)
         let verbose = arguments.verbose
         // The bridge's problems (a broker that refuses us, one that went away) are always printed;
         // what it does (consumers, power) with --verbose.
@@ -60,7 +61,7 @@ enum ServeCommand: Subcommand {
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
         let receiver = try makeReceiver(board: board, linger: linger, arguments)
-        let corrections = try CorrectionsLink.attach(arguments, to: receiver) { line in
+        let corrections = CorrectionsLink.attach(ntrip, to: receiver) { line in
             standardError("gnss-hat serve: \(line)")
         }
         let source = GPSDSource.receiver(receiver)

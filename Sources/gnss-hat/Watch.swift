@@ -50,6 +50,7 @@ enum WatchCommand: Subcommand {
             throw UsageError("--every needs a number of seconds from 1 to 86400, not '\(text)'")
         }
         let accuracy = try arguments.number("accuracy", in: 0.01...100_000)
+        let ntrip = try CorrectionsLink.configuration(arguments)
         let stateDirectory = StateDirectory.resolve(
             arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
         let receiverOptions = ReceiverOptions(
@@ -60,7 +61,7 @@ enum WatchCommand: Subcommand {
         let json = arguments.flag("json") || !StandardStream.output.isTerminal
         let demand = every.map { FixDemand.every($0, accuracy: accuracy) }
             ?? accuracy.map { FixDemand(horizontalAccuracy: $0) }
-        let corrections = try CorrectionsLink.attach(arguments, to: receiver) { line in
+        let corrections = CorrectionsLink.attach(ntrip, to: receiver) { line in
             Terminal.write(2, "gnss-hat watch: \(line)\n")
         }
         let session = WatchSession(
