@@ -50,7 +50,7 @@ struct CorrectionsLink: Sendable {
     ) -> CorrectionsLink? {
         guard let configuration else { return nil }
         let feed = PositionFeed()
-        let client = NTRIPClient(configuration: configuration, log: { log("ntrip: \($0)") }, position: feed)
+        let client = NTRIPClient(configuration: configuration, log: { log("\($0)") }, position: feed)
         // The GGA reports the receiver's latest position; observing does not keep the receiver on.
         let positions = receiver.fixes.observe(onValue: { fix in
             guard let position = Self.position(of: fix) else { return }

@@ -53,6 +53,21 @@ struct CorrectionsTests {
         }
     }
 
+    @Test("a duty cycle for an RTK demand powers on earlier by the time to RTK fixed: typical, then learned")
+    func timeToRTKFixed() throws {
+        let board = try #require(try BoardCatalog.builtIn("simulator-rtk"))
+        let plain = try #require(PowerPlanInputs(board: board))
+        let rtk = try #require(PowerPlanInputs(board: board, needsRTK: true))
+        #expect(plain.timeToRTKFixed == nil && rtk.timeToRTKFixed == .seconds(30))
+        #expect(PowerPlanner.startDuration(.hot, inputs: rtk) - PowerPlanner.startDuration(.hot, inputs: plain)
+            == .seconds(30))
+        var history = StartTimeHistory()
+        history.recordTimeToRTKFixed(.seconds(42))
+        history.recordTimeToRTKFixed(.seconds(35))
+        let learned = try #require(PowerPlanInputs(board: board, measured: history, needsRTK: true))
+        #expect(learned.timeToRTKFixed == .seconds(42))
+    }
+
     @Test("DDC writes: every transfer at least two bytes, a lone trailing byte waits for the next frame")
     func ddcStream() {
         var stream = DDCWriteStream()
