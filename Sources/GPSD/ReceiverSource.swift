@@ -89,6 +89,9 @@ extension GPSDSource {
             passThroughDemand: demand
         )
         source.scheduled = scheduled
+        source.demandHold = { interval, accuracy in
+            receiver.fixes(for: FixDemand(interval: interval, horizontalAccuracy: accuracy)).hold()
+        }
         return source
     }
 }
