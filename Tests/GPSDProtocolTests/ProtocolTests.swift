@@ -284,8 +284,8 @@ struct ResponseTests {
         fix.correctionAge = 2
         fix.referenceStation = 2003
         let fixed = GPSDReport.tpv(fix, device: "sim")
-        #expect(fixed.contains(#""status":3"#) && fixed.contains(#""dgpsAge":2.0"#) && fixed.contains(#""dgpsSta":2003"#),
-                "\(fixed)")
+        #expect(fixed.contains(#""status":3"#), "\(fixed)")
+        #expect(fixed.contains(#""dgpsAge":2.0"#) && fixed.contains(#""dgpsSta":2003"#), "\(fixed)")
         fix.status = .rtkFloat
         #expect(GPSDReport.tpv(fix, device: "sim").contains(#""status":4"#))
         // Without corrections used, no dgps fields even if an age was left over.
