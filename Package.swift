@@ -90,8 +90,8 @@ let package = Package(
         .executableTarget(
             name: "gnss-hat",
             dependencies: [
-                "GNSSHat", "GNSSHatSimulator", "GPSD", "GPSDProtocol", "MQTT", "GNSSProtocol", "Signals", "LinuxSystem",
-                "PiHardware",
+                "GNSSHat", "GNSSHatSimulator", "GPSD", "GPSDProtocol", "MQTT", "NTRIP", "GNSSProtocol", "Signals",
+                "LinuxSystem", "PiHardware",
             ]
         ),
         // Emulated hardware-in-loop scenarios, built static and run inside QEMU by scripts/hil/run.sh.
@@ -169,7 +169,10 @@ let package = Package(
         // of the tests' own (socat in front of it for TLS).
         .testTarget(
             name: "NTRIPTests",
-            dependencies: ["NTRIP", "GNSSProtocol", "GNSSHatTesting", "LinuxSystem", "Signals", "TestSupport"]
+            dependencies: [
+                "NTRIP", "GNSSProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "LinuxSystem", "Signals",
+                "TestSupport",
+            ]
         ),
         // The command line: its parser through @testable import, its subcommands through the built binary.
         .testTarget(name: "GNSSHatCommandTests", dependencies: ["gnss-hat", "GNSSHat", "PiHardware", "TestSupport"]),

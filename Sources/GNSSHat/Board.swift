@@ -249,6 +249,41 @@ public struct Board: Sendable, Hashable {
         }
     }
 
+    /// RTK corrections: whether the receiver takes RTCM 3 on its link, and from which accuracy on a
+    /// demand needs them (board files' `corrections` section).
+    public struct Corrections: Sendable, Hashable {
+        /// The accuracy below which a demand needs RTK when the board file says none: 0.5 m (a
+        /// code-only receiver's fix is seldom better than a metre; float RTK gives decimetres).
+        public static let defaultRTKAccuracy = 0.5
+
+        /// Whether the receiver takes RTCM 3 corrections on the link the board uses (u-blox ZED-F9P and
+        /// ZED-F9R, Quectel LC29H(DA/BA): yes; u-blox M8 and M10 modules without RTK: no).
+        public var rtcm3: Bool
+        /// A demand whose horizontal accuracy is this many metres or better needs RTK corrections.
+        public var rtkAccuracy: Double
+        /// The typical time from the first fix to an RTK fixed solution while corrections flow, before
+        /// one has been measured on this receiver (the duty cycle powers on this much earlier). No
+        /// vendor publishes one; nil: ``defaultTimeToRTKFixed``.
+        public var typicalTimeToFixed: Duration?
+
+        /// The planner's assumption when neither the board nor a measurement says (an assumption, not
+        /// a published figure: see docs/rtk.md).
+        public static let defaultTimeToRTKFixed: Duration = .seconds(60)
+
+        public init(rtcm3: Bool = false, rtkAccuracy: Double = Corrections.defaultRTKAccuracy,
+                    typicalTimeToFixed: Duration? = nil) {
+            self.rtcm3 = rtcm3
+            self.rtkAccuracy = rtkAccuracy
+            self.typicalTimeToFixed = typicalTimeToFixed
+        }
+
+        /// Whether a subscriber asking for `accuracy` metres needs RTK corrections on this board.
+        public func needsRTK(accuracy: Double?) -> Bool {
+            guard rtcm3, let accuracy else { return false }
+            return accuracy <= rtkAccuracy
+        }
+    }
+
     /// How the built-in simulated receiver behaves (simulator boards only).
     public struct Simulation: Sendable, Hashable {
         /// Time to first fix without backup data (cold start).
@@ -266,12 +301,20 @@ public struct Board: Sendable, Hashable {
         /// Ground speed (m/s) and course (degrees true) of the scripted trajectory.
         public var speed: Double
         public var course: Double
+        /// With RTCM 3 corrections flowing (a station position and observations): how long until RTK
+        /// float, and until RTK fixed, from the first usable corrections (an assumption: no vendor
+        /// publishes a time to fixed; see docs/rtk.md).
+        public var rtkFloat: Duration
+        public var rtkFixed: Duration
 
         public init(
             coldStart: Duration = .seconds(30), hotStart: Duration = .seconds(1), boot: Duration = .milliseconds(300),
             backupSupply: Bool = true, latitude: Double = 51.4779, longitude: Double = -0.0015, altitude: Double = 45,
-            speed: Double = 1.4, course: Double = 90
+            speed: Double = 1.4, course: Double = 90, rtkFloat: Duration = .seconds(5),
+            rtkFixed: Duration = .seconds(30)
         ) {
+            self.rtkFloat = rtkFloat
+            self.rtkFixed = rtkFixed
             self.coldStart = coldStart
             self.hotStart = hotStart
             self.boot = boot
@@ -294,6 +337,8 @@ public struct Board: Sendable, Hashable {
     public var power: Power
     public var configuration: Configuration
     public var current: Current
+    /// RTK corrections: whether the receiver takes RTCM 3, and when a demand needs it.
+    public var corrections: Corrections
     /// For simulator boards: how the simulated receiver behaves.
     public var simulation: Simulation?
     /// Facts and their sources, and what is unverified.
@@ -303,9 +348,11 @@ public struct Board: Sendable, Hashable {
 
     public init(
         name: String, title: String, chip: Chip, link: Link, gpio: GPIO = GPIO(), power: Power,
-        configuration: Configuration = Configuration(), current: Current = Current(), simulation: Simulation? = nil,
-        notes: [String] = [], sources: [String] = []
+        configuration: Configuration = Configuration(), current: Current = Current(),
+        corrections: Corrections = Corrections(), simulation: Simulation? = nil, notes: [String] = [],
+        sources: [String] = []
     ) {
+        self.corrections = corrections
         self.name = name
         self.title = title
         self.chip = chip

@@ -181,6 +181,7 @@ enum BoardSchema {
         }
         let configuration = try reader.section("configuration", Self.configuration) ?? Board.Configuration()
         let current = try reader.section("currentMilliamps", Self.current) ?? Board.Current()
+        let corrections = try reader.section("corrections", Self.corrections) ?? Board.Corrections()
         var simulation = try reader.section("simulation", Self.simulation)
         let notes = try reader.strings("notes") ?? []
         let sources = try reader.strings("sources") ?? []
@@ -192,8 +193,8 @@ enum BoardSchema {
             throw reader.error("simulation", "only a board with link type \"simulator\" has a simulation")
         }
         let board = Board(name: name, title: title, chip: chip, link: link, gpio: gpio, power: power,
-                          configuration: configuration, current: current, simulation: simulation, notes: notes,
-                          sources: sources)
+                          configuration: configuration, current: current, corrections: corrections,
+                          simulation: simulation, notes: notes, sources: sources)
         try check(board, reader)
         return board
     }
@@ -366,6 +367,18 @@ enum BoardSchema {
         return current
     }
 
+    static func corrections(_ reader: inout FieldReader) throws(BoardError) -> Board.Corrections {
+        var corrections = Board.Corrections()
+        corrections.rtcm3 = try reader.bool("rtcm3") ?? corrections.rtcm3
+        corrections.rtkAccuracy = try reader.nonNegative("rtkAccuracyMetres") ?? corrections.rtkAccuracy
+        guard corrections.rtkAccuracy > 0, corrections.rtkAccuracy <= 10 else {
+            throw reader.error("rtkAccuracyMetres", "must be more than 0 and at most 10 metres")
+        }
+        corrections.typicalTimeToFixed = try reader.seconds("typicalTimeToFixedSeconds")
+        try reader.finish()
+        return corrections
+    }
+
     static func simulation(_ reader: inout FieldReader) throws(BoardError) -> Board.Simulation {
         var simulation = Board.Simulation()
         simulation.coldStart = try reader.seconds("coldStartSeconds") ?? simulation.coldStart
@@ -380,6 +393,11 @@ enum BoardSchema {
         simulation.speed = try reader.nonNegative("speed") ?? simulation.speed
         simulation.course = try reader.nonNegative("course") ?? simulation.course
         guard simulation.course < 360 else { throw reader.error("course", "must be below 360 degrees") }
+        simulation.rtkFloat = try reader.seconds("rtkFloatSeconds") ?? simulation.rtkFloat
+        simulation.rtkFixed = try reader.seconds("rtkFixedSeconds") ?? simulation.rtkFixed
+        guard simulation.rtkFixed >= simulation.rtkFloat else {
+            throw reader.error("rtkFixedSeconds", "must not be less than rtkFloatSeconds (fixed follows float)")
+        }
         try reader.finish()
         return simulation
     }
@@ -410,6 +428,15 @@ enum BoardSchema {
                 if board.chip.family != .mtk { throw fail("needs an MTK chip (chip.family: \(board.chip.family))") }
                 if case .i2c = board.link { throw fail("needs a UART link (any UART byte wakes an MTK)") }
             }
+        }
+        if board.corrections.rtcm3, case .i2c = board.link, !board.chip.family.isUBlox {
+            throw BoardError(file: reader.file, field: "corrections.rtcm3",
+                             problem: "RTCM 3 over I2C is written to a u-blox DDC port; this chip is "
+                                + "\(board.chip.family)")
+        }
+        if board.corrections.rtcm3, board.simulation != nil, board.chip.family != .ubloxGen9 {
+            throw BoardError(file: reader.file, field: "corrections.rtcm3",
+                             problem: "the simulated receiver does RTK as a u-blox F9 only (chip.family ublox-gen9)")
         }
         if case .i2c = board.link, board.chip.family == .mtk {
             throw BoardError(file: reader.file, field: "link.type", problem: "an MTK chip is read over UART, not I2C")

@@ -138,6 +138,64 @@ measurements.",
 }
 
 """#),
+        ("simulator-rtk", #"""
+{
+    "name": "simulator-rtk",
+    "title": "Simulated u-blox ZED-F9P taking RTK corrections (no hardware)",
+    "chip": { "family": "ublox-gen9", "model": "simulated ZED-F9P" },
+    "link": { "type": "simulator", "baud": 115200 },
+    "gpio": {
+        "chip": "gnss-hat-sim",
+        "enable": { "line": "GNSS_PWR_EN", "active": "high" },
+        "pps": { "line": "GNSS_PPS" },
+        "extint": { "line": "GNSS_EXTINT", "active": "high", "pulseSeconds": 0.1 }
+    },
+    "power": {
+        "strategies": ["gpio-enable"],
+        "onWaitSeconds": 0.1,
+        "upTimeoutSeconds": 3,
+        "lingerSeconds": 5,
+        "offKeepsBackup": true
+    },
+    "configuration": { "enabled": true, "periodSeconds": 1, "ackTimeoutSeconds": 1, "attempts": 3 },
+    "corrections": { "rtcm3": true, "rtkAccuracyMetres": 0.5 },
+    "currentMilliamps": { "volts": 3.3, "acquisition": 25, "tracking": 21, "powerSave": 9, \#
+"standby": 5, "backup": 0.015 },
+    "simulation": {
+        "coldStartSeconds": 26,
+        "hotStartSeconds": 1,
+        "bootSeconds": 0.3,
+        "backupSupply": true,
+        "latitude": 51.4779,
+        "longitude": -0.0015,
+        "altitude": 45,
+        "speed": 1.4,
+        "course": 90,
+        "rtkFloatSeconds": 5,
+        "rtkFixedSeconds": 30
+    },
+    "notes": [
+        "The simulator board with RTK: its simulated ZED-F9P takes RTCM 3 on its input (CRC-24Q \#
+checked, only while CFG-UART1INPROT-RTCM3X is on). With a station message (1005/1006) and MSM \#
+observations of at least four satellites it reports DGNSS at once, RTK float after 5 s and RTK \#
+fixed (about 1.4 cm) after 30 s of corrections; none for 60 s (CFG-NAVSPG-CONSTR_DGNSSTO) drops it \#
+back to 3D. The 5 s and 30 s are assumptions: no vendor publishes a time to RTK fixed.",
+        "The default board: a simulated u-blox receiver behind a pseudo-terminal, speaking UBX and \#
+NMEA, with a simulated enable line (GNSS_PWR_EN), PPS and EXTINT. Nothing here is hardware.",
+        "Line names and the chip label match the hardware-in-loop rig's gnss_gpio_sim module (scripts/hil).",
+        "Current figures are a model: acquisition, tracking and power save are the Uputronics \#
+MAX-M8Q figures (boards.md); standby (5 mA) and backup (15 uA) are assumptions for the model, not \#
+measurements.",
+        "Cold start 26 s and hot start 1 s are modelled on u-blox M8 data-sheet typical times \#
+(unverified for any particular module)."
+    ],
+    "sources": [
+        "design/boards.md (current figures of the Uputronics row)",
+        "scripts/hil/README.md (line names)"
+    ]
+}
+
+"""#),
         ("simulator", #"""
 {
     "name": "simulator",
@@ -201,6 +259,7 @@ measurements.",
         "lingerSeconds": 10
     },
     "configuration": { "enabled": true, "periodSeconds": 1, "ackTimeoutSeconds": 1, "attempts": 3 },
+    "corrections": { "rtcm3": true, "rtkAccuracyMetres": 0.5 },
     "currentMilliamps": { "volts": 3.3, "acquisition": null, "tracking": null, "standby": null, \#
 "backup": null },
     "notes": [
@@ -234,6 +293,7 @@ power completely.",
         "lingerSeconds": 10
     },
     "configuration": { "enabled": true, "periodSeconds": 1, "ackTimeoutSeconds": 1, "attempts": 3 },
+    "corrections": { "rtcm3": true, "rtkAccuracyMetres": 0.5 },
     "currentMilliamps": { "volts": 3.3, "acquisition": null, "tracking": null, "standby": null, \#
 "backup": null },
     "notes": [

@@ -30,10 +30,20 @@ struct Configurator {
 
     // MARK: - u-blox
 
-    /// The configuration keys of the messages to enable, for the port in use.
-    static func valsetItems(period: Duration, i2c: Bool) -> [UBXConfigItem] {
+    /// The configuration keys of the messages to enable, for the port in use; with `rtcm`, the RTCM 3
+    /// input on that port and RXM-RTCM output on it (each message's use confirmed).
+    static func valsetItems(period: Duration, i2c: Bool, rtcm: Bool = false) -> [UBXConfigItem] {
         let milliseconds = UInt64(clamping: Self.milliseconds(period))
-        return [
+        var rtcmItems: [UBXConfigItem] = []
+        if rtcm {
+            // CFG-I2CINPROT-RTCM3X / CFG-UART1INPROT-RTCM3X (L) and CFG-MSGOUT-UBX_RXM_RTCM_I2C / _UART1 (U1),
+            // checked against pyubx2's configuration database.
+            rtcmItems = [
+                UBXConfigItem(key: i2c ? UBXConfigItem.i2cInputRTCM3 : UBXConfigItem.uart1InputRTCM3, value: 1),
+                UBXConfigItem(key: i2c ? UBXConfigItem.rxmRTCMOutputI2C : UBXConfigItem.rxmRTCMOutputUART1, value: 1),
+            ]
+        }
+        return rtcmItems + [
             UBXConfigItem(key: UBXConfigItem.rateMeas, value: milliseconds),
             // CFG-MSGOUT-UBX_NAV_PVT, _NAV_SAT, _NAV_TIMEUTC on I2C or UART1 (checked against
             // pyubx2's configuration database).
@@ -55,7 +65,9 @@ struct Configurator {
         var i2c = false
         if case .i2c = board.link { i2c = true }
         if useValset {
-            let valset = UBXCfgValSet(layers: .ram, items: Self.valsetItems(period: session.period, i2c: i2c))
+            let rtcm = board.corrections.rtcm3
+            let valset = UBXCfgValSet(
+                layers: .ram, items: Self.valsetItems(period: session.period, i2c: i2c, rtcm: rtcm))
             try await command(valset.frame, named: "CFG-VALSET", acknowledging: .cfgVALSET)
         } else {
             let milliseconds = Self.milliseconds(session.period)

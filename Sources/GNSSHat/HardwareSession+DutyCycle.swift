@@ -56,8 +56,23 @@ extension HardwareSession {
                     if plan.acquiringSince == nil { plan.phase = .sleeping(until: at) }
                 }
             case .measuredStart(let duration):
-                plan.withLock { plan in plan.starts.record(duration, kind: plan.startKind) }
+                recordStart(duration)
             }
+        }
+    }
+
+    /// Records a power-on's time to a fix that met the accuracy. With a demand that needs RTK while
+    /// corrections flowed, it is two times: to the first fix (the start's kind) and from there to RTK fixed.
+    private func recordStart(_ duration: Duration) {
+        let firstFix = statistics.timesToFirstFix.last ?? nil
+        let rtk = corrections.status.subscribed
+        plan.withLock { plan in
+            guard rtk, let firstFix, firstFix <= duration, needsRTK(plan.demand) else {
+                plan.starts.record(duration, kind: plan.startKind)
+                return
+            }
+            plan.starts.record(firstFix, kind: plan.startKind)
+            plan.starts.recordTimeToRTKFixed(duration - firstFix)
         }
     }
 

@@ -168,6 +168,7 @@ extension HardwareSession {
         case let .start(emitter, demand, _):
             setEmitter(emitter)
             plan.withLock { $0.demand = demand }
+            corrections.demand(needsRTK: needsRTK(demand))
             // A failure here is the start's: the signal then runs `stop`, which powers off for it.
             do {
                 try await apply(choosePlan())
@@ -178,6 +179,7 @@ extension HardwareSession {
         case let .replan(demand, _):
             guard emitter != nil else { return }
             plan.withLock { $0.demand = demand }
+            corrections.demand(needsRTK: needsRTK(demand))
             let choice = choosePlan()
             guard choice.plan != plan.withLock({ $0.choice.plan }) else {
                 updatePlan { $0.choice = choice }
@@ -215,14 +217,22 @@ extension HardwareSession {
 
     // MARK: - Choosing
 
+    /// Whether `demand` needs RTK corrections on this board (its accuracy at or below the board's threshold).
+    func needsRTK(_ demand: FixDemand?) -> Bool {
+        board.corrections.needsRTK(accuracy: demand?.horizontalAccuracy)
+    }
+
     func choosePlan() -> PowerPlanChoice {
         let (demand, starts, refused) = plan.withLock { ($0.demand, $0.starts, $0.powerSaveRefused) }
         guard let demand else {
             // A run without any demand (a `hold` or a subscription that says nothing): continuous.
             return PowerPlanChoice(plan: .continuous, reason: "no subscriber said what it needs", candidates: [])
         }
+        // A start waits for RTK fixed too when the demand needs it and a source of corrections is attached.
+        let rtk = needsRTK(demand) && corrections.status.sourceAttached
         guard let inputs = PowerPlanInputs(
-            board: board, measured: starts, aidingAvailable: aidingRestorable, powerSaveRefused: refused)
+            board: board, measured: starts, aidingAvailable: aidingRestorable, powerSaveRefused: refused,
+            needsRTK: rtk)
         else {
             if demand.isContinuous { return PowerPlanner.choose(for: demand, inputs: Self.unknownCurrents) }
             return PowerPlanChoice(
@@ -331,6 +341,7 @@ extension HardwareSession {
     }
 
     private func endPlan() async {
+        corrections.demand(needsRTK: false)
         cancelTimer()
         reportFixes(false)
         let now = clock.now()

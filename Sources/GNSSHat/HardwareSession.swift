@@ -85,6 +85,8 @@ final class HardwareSession: Sendable {
     let planObservers = PlanObservers()
     /// The hardware's power, as the plan's jobs drive it (see HardwareSession+Plan.swift).
     let hardwarePower = HardwarePowerRecord()
+    /// RTK corrections: subscribed while they are needed, written to the receiver (CorrectionFeed.swift).
+    let corrections: CorrectionFeed
     private let ppsThread = SerialThread(name: "gnss-pps")
     private let ppsControl = LoopControl()
     /// Wakes the PPS loop to stop, so it waits for edges with no time-out (no wake-ups between
@@ -132,6 +134,7 @@ final class HardwareSession: Sendable {
         self.stateDirectory = options.stateDirectory
         self.aidingTime = options.aidingTime
         (planStream, planJobs) = AsyncStream.makeStream(of: PlanJob.self)
+        corrections = CorrectionFeed(boardTakesRTCM: board.corrections.rtcm3, clock: clock)
         startPlanLoop(planStream)
     }
 
@@ -277,6 +280,7 @@ final class HardwareSession: Sendable {
                 try await configurator.configure()
             }
             if let emitter { startPPS(emitter) }
+            corrections.power(transport)
         } catch {
             updateStatistics { statistics in
                 statistics.failedPowerOns += 1
@@ -396,9 +400,24 @@ final class HardwareSession: Sendable {
                 if let fix = epoch.fix, fix.hasPosition { enqueuePlanJob { .fix(fix, $0) } }
             }
         }
+        feedCorrections(outputs)
         log.record(outputs)
         for waiter in ready { waiter.resume() }
         return marks
+    }
+
+    /// What the corrections feed needs of a chunk's outputs: each fix's mode, and the receiver's RXM-RTCM.
+    private func feedCorrections(_ outputs: [GNSSDecoder.Output]) {
+        for output in outputs {
+            switch output {
+            case .epoch(let epoch):
+                if let fix = epoch.fix { corrections.fixMode(fix.mode) }
+            case .message(.ubx(.rxmRTCM(let report))):
+                corrections.confirm(report)
+            default:
+                break
+            }
+        }
     }
 
     /// The statistics one decoder output changes: messages, decode errors, epochs, fixes and the time to
@@ -523,6 +542,7 @@ final class HardwareSession: Sendable {
     /// going), then every strategy's off action in reverse order (each tried even if an earlier
     /// one failed), then the link closes. Never throws: failures are recorded. Part of the plan's job.
     func hardwareOff() async {
+        corrections.power(nil)
         await ppsControl.stop(waking: { ppsWake?.wake() })
         let transport = state.withLock { $0.transport }
         await transport?.stopReading()
@@ -566,6 +586,7 @@ final class HardwareSession: Sendable {
 
     /// Releases the lines (the Receiver shuts down).
     func release() {
+        corrections.release()
         planJobs.finish()
         planObservers.finish()
         hardwarePower.finish()

@@ -107,13 +107,17 @@ public struct PowerPlanInputs: Sendable, Hashable {
     /// The most a receiver keeps using the ephemeris it holds: a start later than this after the
     /// last fix is not hot even with backup RAM (GPS ephemerides are valid about 4 hours).
     public var ephemerisValidity: Duration
+    /// When the demand needs RTK: the time from the first fix to RTK fixed (learned, as start times are),
+    /// which every duty-cycle power-on adds to its start. nil: the demand needs no RTK.
+    public var timeToRTKFixed: Duration?
 
     public init(
         volts: Double = 3.3, acquisitionMilliamps: Double, trackingMilliamps: Double,
         powerSaveMilliamps: Double?, offMilliamps: Double, offKeepsBackup: Bool, aidingAvailable: Bool = false,
         powerSaveRefused: Bool = false, boot: Duration = .milliseconds(300), startTimes: StartTimes,
-        ephemerisValidity: Duration = .seconds(4 * 3600)
+        ephemerisValidity: Duration = .seconds(4 * 3600), timeToRTKFixed: Duration? = nil
     ) {
+        self.timeToRTKFixed = timeToRTKFixed
         self.volts = volts
         self.acquisitionMilliamps = acquisitionMilliamps
         self.trackingMilliamps = trackingMilliamps

@@ -47,7 +47,11 @@ public enum PowerPlanner {
             reason += ", " + ranked.dropFirst().map { "\(name(of: $0.plan)) \(milliwatts($0.milliwattHoursPerHour))" }
                 .joined(separator: ", ")
         }
-        if case .dutyCycle = best.plan { reason += " (\(kind.rawValue) starts)" }
+        if case .dutyCycle = best.plan {
+            reason += " (\(kind.rawValue) starts"
+            if let rtk = inputs.timeToRTKFixed { reason += " and \(PowerPlan.seconds(rtk)) to RTK fixed" }
+            reason += ")"
+        }
         if !excluded.isEmpty { reason += "; " + excluded.joined(separator: "; ") }
         return PowerPlanChoice(plan: best.plan, reason: reason, candidates: ranked)
     }
@@ -69,10 +73,10 @@ public enum PowerPlanner {
         return inputs.aidingAvailable ? .aided : .cold
     }
 
-    /// Boot plus the expected time to first fix of a start of `kind`: how long before a fix is due
-    /// the duty cycle powers on.
+    /// Boot plus the expected time to first fix of a start of `kind`, plus the time to RTK fixed when
+    /// the demand needs RTK: how long before a fix is due the duty cycle powers on.
     public static func startDuration(_ kind: StartKind, inputs: PowerPlanInputs) -> Duration {
-        inputs.boot + inputs.startTimes[kind]
+        inputs.boot + inputs.startTimes[kind] + (inputs.timeToRTKFixed ?? .zero)
     }
 
     /// How long a duty cycle's power-on may look for a fix that meets the accuracy: three starts or
@@ -130,8 +134,10 @@ extension PowerPlanInputs {
     /// without them plans continuous), whether its power-off keeps backup RAM (the board's
     /// `power.offKeepsBackup` unless given), and start times measured so far on top of the chip
     /// family's typical ones.
+    /// `needsRTK`: the demand needs RTK corrections and they are at hand, so each start adds the time to
+    /// RTK fixed (measured, else the board's typical figure, else ``Board/Corrections/defaultTimeToRTKFixed``).
     public init?(board: Board, offKeepsBackup: Bool? = nil, measured: StartTimeHistory = StartTimeHistory(),
-                 aidingAvailable: Bool = false, powerSaveRefused: Bool = false) {
+                 aidingAvailable: Bool = false, powerSaveRefused: Bool = false, needsRTK: Bool = false) {
         let current = board.current
         let offKeepsBackup = offKeepsBackup ?? board.power.offKeepsBackup
         guard let acquisition = current.acquisition, let tracking = current.tracking else { return nil }
@@ -144,6 +150,12 @@ extension PowerPlanInputs {
             volts: current.volts, acquisitionMilliamps: acquisition, trackingMilliamps: tracking,
             powerSaveMilliamps: current.powerSave, offMilliamps: offKeepsBackup ? (current.backup ?? 0) : 0,
             offKeepsBackup: offKeepsBackup, aidingAvailable: aidingAvailable, powerSaveRefused: powerSaveRefused,
-            boot: board.simulation?.boot ?? .milliseconds(300), startTimes: measured.estimates(over: typical))
+            boot: board.simulation?.boot ?? .milliseconds(300), startTimes: measured.estimates(over: typical),
+            timeToRTKFixed: needsRTK ? measured.timeToRTKFixed(typical: Self.typicalTimeToRTKFixed(board)) : nil)
+    }
+
+    /// The board's typical time to RTK fixed: its own figure, the simulator's, else the default assumption.
+    static func typicalTimeToRTKFixed(_ board: Board) -> Duration {
+        board.corrections.typicalTimeToFixed ?? board.simulation?.rtkFixed ?? Board.Corrections.defaultTimeToRTKFixed
     }
 }

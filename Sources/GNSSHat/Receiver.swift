@@ -136,7 +136,10 @@ public final class Receiver: ActivityReporting {
     /// The fixes a subscriber with `demand` gets: `fixes` itself for a continuous demand (every
     /// epoch), else the schedule ``fixes(every:maximumAge:accuracy:)`` describes.
     public func fixes(for demand: FixDemand) -> RefCountedSignal<Fix> {
-        guard let schedule = FixSchedule(demand: demand) else { return fixes }
+        guard let schedule = FixSchedule(demand: demand) else {
+            // Every epoch; an accuracy asked (RTK corrections at or below the board's threshold) is a demand too.
+            return demand == .continuous ? fixes : continuousFixes(demand)
+        }
         return scheduledViews.withLock { views in
             if let view = views[demand] { return view }
             let rule = Lock(schedule)
@@ -153,6 +156,19 @@ public final class Receiver: ActivityReporting {
                 default:
                     return nil
                 }
+            }
+            views[demand] = view
+            return view
+        }
+    }
+
+    /// Every fix, for a continuous subscriber that asks for an accuracy (the demand reaches the plan and the
+    /// corrections feed; the fixes are not filtered).
+    private func continuousFixes(_ demand: FixDemand) -> RefCountedSignal<Fix> {
+        scheduledViews.withLock { views in
+            if let view = views[demand] { return view }
+            let view = demandEvents.withDemand(demand) { event -> Fix? in
+                if case .fix(let fix) = event { fix } else { nil }
             }
             views[demand] = view
             return view
@@ -322,6 +338,40 @@ public final class Receiver: ActivityReporting {
         let session = session.clock.work.nextDeadline.map { max($0 - self.session.clock.now(), .zero) }
         let timers = progressTree.all.compactMap(\.timeToTimer)
         return (timers + [session].compactMap { $0 }).min()
+    }
+
+    // MARK: - RTK corrections
+
+    /// Takes RTK corrections from `source`, a signal of RTCM 3 frames (nil: none any more). The receiver
+    /// subscribes it only while it is powered, the aggregate demand's accuracy needs RTK (at or below
+    /// the board's `corrections.rtkAccuracyMetres`, 0.5 m by default) on a board whose receiver takes
+    /// RTCM 3, and it has a 3D fix; it cancels that subscription as soon as one of them goes, and the
+    /// source's own linger then decides when its connection closes. Each frame is written to the
+    /// receiver's link (UART, or u-blox DDC with every I2C write at least two bytes) on a task of its
+    /// own; a link slower than the stream keeps the newest 16 frames and drops the older. A value the
+    /// source replays (an old frame) is not written. On u-blox boards with `corrections.rtcm3` the
+    /// power-on enables the port's RTCM 3 input and RXM-RTCM, whose verdicts ``corrections`` counts.
+    ///
+    /// With the NTRIP module (this module does not import it), a derived signal keeps the caster's
+    /// connection tied to this subscription:
+    ///
+    /// ```swift
+    /// receiver.useCorrections(client.corrections.map(configuration: .init(replay: .none)) { $0.frame })
+    /// for try await fix in receiver.fixes(every: .seconds(60), accuracy: 0.02) {
+    ///     print(fix.carrierSolution, fix.correctionAge ?? -1, fix.referenceStation ?? -1)
+    /// }
+    /// ```
+    public func useCorrections(_ source: RefCountedSignal<RTCM3Frame>?) {
+        session.corrections.attach(source)
+    }
+
+    /// The corrections feed now: whether it takes corrections (and why not), what it wrote, and the
+    /// receiver's RXM-RTCM verdicts.
+    public var corrections: CorrectionStatus { session.corrections.status }
+
+    /// Suspends until the corrections feed's status satisfies `condition` (the current status counts).
+    public func waitForCorrections(_ condition: @escaping @Sendable (CorrectionStatus) -> Bool) async {
+        await session.corrections.wait(until: condition)
     }
 
     /// Counters: power-ons, time powered, time to first fix of each power-on, traffic.

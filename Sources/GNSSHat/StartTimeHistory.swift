@@ -9,6 +9,7 @@ public struct StartTimeHistory: Sendable, Hashable {
     public static let window = 5
 
     private var recent: [StartKind: [Duration]] = [:]
+    private var recentRTKFixed: [Duration] = []
 
     public init() {}
 
@@ -32,5 +33,20 @@ public struct StartTimeHistory: Sendable, Hashable {
             if let longest = recent[kind]?.max() { times[kind] = longest }
         }
         return times
+    }
+
+    /// Records one measured time from a power-on's first fix to its first fix good enough for a
+    /// centimetre demand (RTK fixed), while corrections flowed.
+    public mutating func recordTimeToRTKFixed(_ duration: Duration) {
+        recentRTKFixed.append(duration)
+        if recentRTKFixed.count > Self.window { recentRTKFixed.removeFirst(recentRTKFixed.count - Self.window) }
+    }
+
+    /// The measured times to RTK fixed, oldest first.
+    public var measuredTimesToRTKFixed: [Duration] { recentRTKFixed }
+
+    /// The time to RTK fixed to plan with: the longest of the last ``window`` measurements, else `typical`.
+    public func timeToRTKFixed(typical: Duration) -> Duration {
+        recentRTKFixed.max() ?? typical
     }
 }

@@ -16,6 +16,8 @@ protocol Transport: AnyObject, Sendable {
                onFailure: @escaping @Sendable (any Error) -> Void)
     /// Sends bytes to the receiver.
     func send(_ bytes: [UInt8]) async throws
+    /// Sends corrections (whole RTCM 3 frames) to the receiver: no reply is awaited.
+    func sendCorrections(_ bytes: [UInt8]) async throws
     /// Stops reading (no more reads or polls; sends still work, for a power-off command); returns
     /// once nothing reads any more.
     func stopReading() async
@@ -130,6 +132,12 @@ final class UARTTransport: Transport {
         try await writer.run { try link.write(bytes) }
     }
 
+    /// On the writer's thread, without waking the read loop: corrections await no reply.
+    func sendCorrections(_ bytes: [UInt8]) async throws {
+        let link = link
+        try await writer.run { try link.write(bytes) }
+    }
+
     func stopReading() async {
         await loop.stop { wake?.wake() }
         link.endReading()
@@ -189,6 +197,8 @@ final class DDCTransport: Transport {
     private let transfers = SerialThread(name: "gnss-ddc")
     private let poller = Lock<Task<Void, Never>?>(nil)
     private let scheduleState: Lock<DDCPollSchedule>
+    /// The corrections' byte stream, which holds a lone trailing byte for the next write.
+    private let correctionStream = Lock(DDCWriteStream())
 
     init(port: UBloxDDC, period: Duration, clock: ReceiverClock) {
         self.port = port
@@ -238,6 +248,14 @@ final class DDCTransport: Transport {
     func send(_ bytes: [UInt8]) async throws {
         let port = port
         try await transfers.run { try port.write(bytes) }
+    }
+
+    /// Through the corrections' stream: every transfer at least two bytes, a lone byte kept for the next.
+    func sendCorrections(_ bytes: [UInt8]) async throws {
+        let port = port
+        let chunks = correctionStream.withLock { $0.transfers(for: bytes, maxChunk: port.maxWriteChunk) }
+        guard !chunks.isEmpty else { return }
+        try await transfers.run { try port.write(transfers: chunks) }
     }
 
     func stopReading() async {

@@ -99,6 +99,13 @@ public final class UBloxDDC: Sendable {
         }
     }
 
+    /// Sends transfers made by a ``DDCWriteStream`` (each at least 2 bytes), in order.
+    public func write(transfers: [[UInt8]]) throws(I2CError) {
+        for transfer in transfers where transfer.count >= 2 {
+            try bus.write(address: address, transfer)
+        }
+    }
+
     /// Splits `count` bytes into ranges of at most `maxChunk` (≥ 3) and at least 2 bytes.
     static func writeChunks(count: Int, maxChunk: Int) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
@@ -110,6 +117,31 @@ public final class UBloxDDC: Sendable {
             start += length
         }
         return ranges
+    }
+}
+
+/// A byte stream written to a u-blox DDC port in pieces (RTCM 3 corrections as they come): every I2C
+/// write must carry at least two bytes (a lone byte only sets the register address), so a lone byte
+/// left over is held and goes out first with the next piece.
+public struct DDCWriteStream: Sendable, Hashable {
+    /// The byte waiting for the next piece, if any.
+    public private(set) var held: UInt8?
+
+    public init() {}
+
+    /// The transfers that send `bytes` after any held byte, each of 2 to `maxChunk` (at least 3) bytes;
+    /// a single byte left in all is held for the next call.
+    public mutating func transfers(for bytes: [UInt8], maxChunk: Int) -> [[UInt8]] {
+        var all: [UInt8] = []
+        all.reserveCapacity(bytes.count + 1)
+        if let held { all.append(held) }
+        all += bytes
+        held = nil
+        guard all.count >= 2 else {
+            held = all.first
+            return []
+        }
+        return UBloxDDC.writeChunks(count: all.count, maxChunk: max(maxChunk, 3)).map { Array(all[$0]) }
     }
 }
 

@@ -59,6 +59,8 @@ struct ReceiverMachine: Sendable {
     // Power save (ReceiverMachinePowerSave.swift).
     var powerSave = PowerSaveConfiguration()
     var refusePowerSave = false
+    // RTK (ReceiverMachineRTK.swift).
+    var rtk = RTKIntake()
 
     init(settings: SimulatedReceiver.Settings) {
         self.settings = settings
@@ -102,6 +104,10 @@ struct ReceiverMachine: Sendable {
         aiding = AidingIntake()
         powerSave = PowerSaveConfiguration()
         firstFixAt = nil
+        // The configuration and the corrections' state go; the counts stay (for tests).
+        let counts = (rtk.used, rtk.notUsed, rtk.crcFailed)
+        rtk = RTKIntake()
+        (rtk.used, rtk.notUsed, rtk.crcFailed) = counts
         intake.reset()
         bootUntil = now + settings.simulation.boot
         enter(.booting, now: now)

@@ -22,7 +22,12 @@ extension ReceiverMachine {
             break
         }
         if silent { return }
+        let failuresBefore = intake.statistics.framer.checksumFailures
         intake.append(contentsOf: bytes)
+        defer {
+            // The host sends well-formed UBX: a frame that failed its checksum was RTCM 3 (CRC-24Q).
+            rtcmFailedCRC(intake.statistics.framer.checksumFailures - failuresBefore, now: now, output: &output)
+        }
         while let decoded = intake.next() {
             // A command is acted on at once and never kept, so it may share the decoder's buffer.
             guard case .message(let message) = decoded else { continue }
@@ -38,6 +43,8 @@ extension ReceiverMachine {
             handleUBX(ubx, now: now, output: &output)
         case .nmea(.pmtk(let pmtk)) where !isUBlox:
             handlePMTK(pmtk, now: now, output: &output)
+        case .rtcm3(let frame) where isUBlox:
+            receiveRTCM(frame, now: now, output: &output)
         default:
             return
         }
@@ -154,6 +161,7 @@ extension ReceiverMachine {
     }
 
     mutating func apply(_ item: UBXConfigItem) {
+        if applyRTK(item) { return }
         switch item.key {
         case UBXConfigItem.rateMeas:
             if item.value >= 25 { period = .milliseconds(Int(item.value)) }

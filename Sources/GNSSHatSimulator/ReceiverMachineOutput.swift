@@ -116,10 +116,12 @@ extension ReceiverMachine {
         let time = GNSSTime(nanosecondsSinceEpoch: settings.startTime.nanosecondsSinceEpoch
             + epoch.clampedNanoseconds)
         let satellites = satellites(at: epoch, tracking: fixed)
+        let accuracy = horizontalAccuracy(at: epoch)
+        let rtk = fixed ? rtkSolution(at: epoch, accuracy: accuracy) : nil
         let frames = isUBlox
             ? SimulatedEpoch.ublox(time: time, position: fixed ? position(at: epoch) : nil,
-                                   accuracy: horizontalAccuracy(at: epoch), settings: settings,
-                                   satellites: satellites, nmea: nmeaOutput, ubx: ubxOutput)
+                                   accuracy: rtk?.accuracy ?? accuracy, settings: settings,
+                                   satellites: satellites, nmea: nmeaOutput, ubx: ubxOutput, rtk: rtk)
             : SimulatedEpoch.mtk(time: time, position: fixed ? position(at: epoch) : nil, settings: settings,
                                  satellites: satellites, rates: mtkRates)
         let before = output.bytes.count

@@ -24,7 +24,7 @@ enum SimulatedEpoch {
     static func ublox(
         time: GNSSTime, position: (latitude: Double, longitude: Double)?, accuracy: Double = 1.5,
         settings: SimulatedReceiver.Settings, satellites: [SimulatedSatellite], nmea: Bool,
-        ubx: Set<UBX.MessageID>
+        ubx: Set<UBX.MessageID>, rtk: RTKSolution? = nil
     ) -> [[UInt8]] {
         var frames: [[UInt8]] = []
         let simulation = settings.simulation
@@ -38,7 +38,8 @@ enum SimulatedEpoch {
                     longitude: position.longitude, altitudeHAE: simulation.altitude + geoidSeparation,
                     altitudeMSL: simulation.altitude, groundSpeed: simulation.speed,
                     headingOfMotion: simulation.course, horizontalAccuracy: accuracy,
-                    verticalAccuracy: accuracy * 5 / 3, positionDOP: 1.4)
+                    verticalAccuracy: accuracy * 5 / 3, positionDOP: 1.4, differential: rtk != nil,
+                    carrierSolution: UInt8(rtk?.carrier.rawValue ?? 0), correctionAge: rtk?.age)
             } else {
                 pvt = UBXNavPVT(
                     iTOW: iTOW, time: time, fixType: 0, numSV: 0, latitude: 0, longitude: 0, altitudeHAE: 0,
@@ -60,7 +61,8 @@ enum SimulatedEpoch {
         }
         if nmea {
             frames += nmeaSentences(time: time, position: position, settings: settings, satellites: satellites,
-                                    talker: .gn, format: .ublox, rates: PMTK.SentenceRates(vtg: 0), epoch: 0)
+                                    talker: .gn, format: .ublox, rates: PMTK.SentenceRates(vtg: 0), epoch: 0,
+                                    rtk: rtk)
         }
         return frames
     }
@@ -79,7 +81,7 @@ enum SimulatedEpoch {
     static func nmeaSentences(
         time: GNSSTime, position: (latitude: Double, longitude: Double)?, settings: SimulatedReceiver.Settings,
         satellites: [SimulatedSatellite], talker: NMEATalker, format: NMEAFormat, rates: PMTK.SentenceRates,
-        epoch: Int
+        epoch: Int, rtk: RTKSolution? = nil
     ) -> [[UInt8]] {
         func due(_ rate: Int) -> Bool { rate > 0 && epoch % rate == 0 }
         let simulation = settings.simulation
@@ -90,9 +92,10 @@ enum SimulatedEpoch {
         if due(rates.gga) {
             sentences.append(NMEAGGA(
                 talker: talker, time: day, latitude: position?.latitude, longitude: position?.longitude,
-                quality: position == nil ? 0 : 1, satellitesUsed: used.count, hdop: position == nil ? 99.99 : 0.9,
-                altitudeMSL: position == nil ? nil : simulation.altitude,
-                geoidSeparation: position == nil ? nil : geoidSeparation
+                quality: position == nil ? 0 : (rtk?.ggaQuality ?? 1), satellitesUsed: used.count,
+                hdop: position == nil ? 99.99 : 0.9, altitudeMSL: position == nil ? nil : simulation.altitude,
+                geoidSeparation: position == nil ? nil : geoidSeparation, dgpsAge: rtk?.age,
+                dgpsStation: rtk?.station
             ).sentence(format))
         }
         if due(rates.gsa) {
@@ -118,7 +121,7 @@ enum SimulatedEpoch {
                 talker: talker, time: day, status: position == nil ? "V" : "A", latitude: position?.latitude,
                 longitude: position?.longitude, speedKnots: position == nil ? nil : knots,
                 course: position == nil ? nil : simulation.course, date: time.date,
-                modeIndicator: position == nil ? "N" : "A"
+                modeIndicator: position == nil ? "N" : (rtk?.modeIndicator ?? "A")
             ).sentence(format))
         }
         if due(rates.vtg) {

@@ -94,6 +94,27 @@ public final class SimulatedReceiver: Sendable {
     /// Whether the receiver sends UBX NAV-PVT (enabled by configuration).
     public var sendsNavPVT: Bool { state.withLock { $0.ubxOutput.contains(.navPVT) } }
 
+    /// What the receiver made of the RTCM 3 it was sent (see ReceiverMachineRTK.swift).
+    public struct RTCMIntake: Sendable, Hashable {
+        /// Whether its port takes RTCM 3 now (CFG-UART1INPROT-RTCM3X) and reports each message (RXM-RTCM).
+        public var inputEnabled: Bool
+        public var reportsMessages: Bool
+        /// Messages used, not used, and frames whose CRC-24Q failed, since the receiver was made.
+        public var used: Int
+        public var notUsed: Int
+        public var crcFailed: Int
+        /// The reference station it knows (from 1005/1006), if any.
+        public var station: Int?
+    }
+
+    public var rtcmIntake: RTCMIntake {
+        state.withLock { machine in
+            let rtk = machine.rtk
+            return RTCMIntake(inputEnabled: rtk.inputEnabled, reportsMessages: rtk.reportsMessages, used: rtk.used,
+                              notUsed: rtk.notUsed, crcFailed: rtk.crcFailed, station: rtk.station)
+        }
+    }
+
     /// How long until the next event (boot end, epoch, wake-up), for a driver of a `.driven`
     /// receiver; nil when nothing is due until something else happens.
     public var timeToNextEvent: Duration? {

@@ -75,6 +75,27 @@ public enum FixStatus: Int, Hashable, Sendable {
     case ppsFix = 9
 }
 
+/// The carrier-phase (RTK) solution a fix comes from: u-blox NAV-PVT's `carrSoln`, NMEA GGA quality 5
+/// (float) and 4 (fixed), or the FAA mode `F` and `R` of RMC and GNS.
+public enum CarrierSolution: Int, Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// No carrier-phase solution: autonomous, SBAS or code-differential (DGNSS).
+    case none = 0
+    /// RTK with float ambiguities: decimetres.
+    case float = 1
+    /// RTK with fixed integer ambiguities: centimetres.
+    case fixed = 2
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String {
+        switch self {
+        case .none: "none"
+        case .float: "RTK float"
+        case .fixed: "RTK fixed"
+        }
+    }
+}
+
 /// Dilutions of precision; gpsd's `xdop` is the east (longitude) DOP and `ydop` the north DOP.
 public struct DilutionOfPrecision: Hashable, Sendable {
     public var x: Double?
@@ -165,9 +186,16 @@ public struct Fix: Hashable, Sendable {
     public var velocityNorth: Double?
     public var velocityEast: Double?
     public var velocityDown: Double?
-    /// Age of differential corrections (s) and reference station id.
+    /// Age of differential corrections (s) and reference station id, as gpsd's TPV `dgpsAge` and
+    /// `dgpsSta` report them (from NMEA GGA only, and only when one of them is not zero).
     public var dgpsAge: Double?
     public var dgpsStation: Int?
+    /// Age of the differential corrections the solution used, seconds: GGA's age field, or NAV-PVT's
+    /// `lastCorrectionAge` (a range: its upper end, 120 for "120 s or more"). nil: none used, or not said.
+    public var correctionAge: Double?
+    /// The reference station whose corrections the solution used: GGA's station field, or the station of
+    /// the last RTCM message an RXM-RTCM said was used. nil: none used, or not said.
+    public var referenceStation: Int?
     public var dops = DilutionOfPrecision()
     /// Satellites used in the solution.
     public var satellitesUsed: Int?
@@ -182,6 +210,18 @@ public struct Fix: Hashable, Sendable {
 
     /// `true` when the fix has a 2D or 3D position.
     public var hasPosition: Bool { mode >= .twoD && latitude != nil && longitude != nil }
+
+    /// The RTK solution of this fix, from its `status` (RTK float or fixed; none for any other).
+    public var carrierSolution: CarrierSolution {
+        switch status {
+        case .rtkFixed: .fixed
+        case .rtkFloat: .float
+        default: .none
+        }
+    }
+
+    /// Whether the solution used differential corrections: DGNSS, RTK float or RTK fixed.
+    public var isDifferential: Bool { status == .dgps || carrierSolution != .none }
 }
 
 /// One satellite in view, with the meaning of an entry of gpsd's SKY `satellites`.

@@ -15,6 +15,9 @@ public struct RTCM3Frame: Hashable, Sendable {
         bytes = frame
     }
 
+    /// The frame with storage of its own (its bytes may share a framer's buffer).
+    public var owned: RTCM3Frame { RTCM3Frame(verified: ArraySlice(Array(bytes))) }
+
     /// The message number: the first 12 bits of the payload (1005 station, 1077 GPS MSM7, ...).
     public var messageNumber: Int {
         let start = bytes.startIndex

@@ -34,6 +34,7 @@ public enum UBX {
         public static let navTimeUTC = MessageID(0x01, 0x21)
         public static let navSAT = MessageID(0x01, 0x35)
         public static let navEOE = MessageID(0x01, 0x61)
+        public static let rxmRTCM = MessageID(0x02, 0x32)
         public static let rxmPMREQ = MessageID(0x02, 0x41)
         public static let infError = MessageID(0x04, 0x00)
         public static let infWarning = MessageID(0x04, 0x01)
@@ -69,6 +70,7 @@ public enum UBX {
         case (0x28, 0x00): return "HNR-PVT"
         case (0x01, 0x35): return "NAV-SAT"
         case (0x01, 0x61): return "NAV-EOE"
+        case (0x02, 0x32): return "RXM-RTCM"
         case (0x02, 0x41): return "RXM-PMREQ"
         case (0x04, 0x00): return "INF-ERROR"
         case (0x04, 0x01): return "INF-WARNING"
@@ -120,6 +122,7 @@ public enum UBX {
         case (0x28, 0x00): return length == 72
         case (0x01, 0x35), (0x01, 0x30): return length >= 8 && (length - 8) % 12 == 0
         case (0x05, 0x00), (0x05, 0x01): return length == 2
+        case (0x02, 0x32): return length == 8
         case (0x0A, 0x04): return length >= 40 && (length - 40) % 30 == 0
         // Aiding and power save (UBXAiding.swift, UBXPowerSave.swift).
         case (0x13, 0x60): return length == 8
@@ -188,6 +191,7 @@ public enum UBXMessage: Hashable, Sendable {
     case cfgRate(UBXCfgRate)
     case cfgRst(UBXCfgRst)
     case rxmPMREQ(UBXRxmPmReq)
+    case rxmRTCM(UBXRxmRTCM)
     // Aiding and power save (UBXAiding.swift, UBXPowerSave.swift).
     case mgaDBD(UBXMgaDBD)
     case mgaAck(UBXMgaAck)
@@ -229,6 +233,7 @@ public enum UBXMessage: Hashable, Sendable {
         case .cfgRate: return .cfgRATE
         case .cfgRst: return .cfgRST
         case .rxmPMREQ: return .rxmPMREQ
+        case .rxmRTCM: return .rxmRTCM
         case .mgaDBD: return .mgaDBD
         case .mgaAck: return .mgaACK
         case .mgaIniTimeUTC, .mgaIniPosLLH: return .mgaINI
@@ -293,6 +298,7 @@ public enum UBXMessage: Hashable, Sendable {
         case (0x06, 0x08): return .cfgRate(try UBXCfgRate(payload: p))
         case (0x06, 0x04): return .cfgRst(try UBXCfgRst(payload: p))
         case (0x02, 0x41): return .rxmPMREQ(try UBXRxmPmReq(payload: p))
+        case (0x02, 0x32): return .rxmRTCM(try UBXRxmRTCM(payload: p))
         // Aiding and power save (UBXAiding.swift, UBXPowerSave.swift).
         case (0x13, 0x80): return .mgaDBD(try UBXMgaDBD(payload: p))
         case (0x13, 0x60): return .mgaAck(try UBXMgaAck(payload: p))
@@ -332,6 +338,7 @@ public enum UBXMessage: Hashable, Sendable {
         case .cfgRate(let m): return m.payload
         case .cfgRst(let m): return m.payload
         case .rxmPMREQ(let m): return m.payload
+        case .rxmRTCM(let m): return m.payload
         case .mgaDBD(let m): return m.payload
         case .mgaAck(let m): return m.payload
         case .mgaIniTimeUTC(let m): return m.payload

@@ -33,6 +33,16 @@ public struct UBXConfigItem: Hashable, Sendable {
     public static let uart1Baudrate: UInt32 = 0x4052_0001
     public static let pmOperateMode: UInt32 = 0x20D0_0001
     public static let hwAntCfgPwrdown: UInt32 = 0x10A3_0033
+    /// RTCM 3 input on UART1 and on I2C (CFG-UART1INPROT-RTCM3X, CFG-I2CINPROT-RTCM3X; 1 bit).
+    public static let uart1InputRTCM3: UInt32 = 0x1073_0004
+    public static let i2cInputRTCM3: UInt32 = 0x1071_0004
+    /// RXM-RTCM output rate on I2C and on UART1 (CFG-MSGOUT-UBX_RXM_RTCM_I2C, _UART1; U1).
+    public static let rxmRTCMOutputI2C: UInt32 = 0x2091_0268
+    public static let rxmRTCMOutputUART1: UInt32 = 0x2091_0269
+    /// The differential corrections' timeout, seconds (CFG-NAVSPG-CONSTR_DGNSSTO; U1).
+    public static let navspgDGNSSTimeout: UInt32 = 0x2011_00C4
+    /// RTK float only (2) or fixed where it can (3) (CFG-NAVHPG-DGNSSMODE; E1).
+    public static let navhpgDGNSSMode: UInt32 = 0x2014_0011
 
     static func decodeList(
         _ p: UnsafeRawBufferPointer, from start: Int, messageID: UBX.MessageID

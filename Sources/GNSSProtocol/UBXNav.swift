@@ -79,6 +79,23 @@ public struct UBXNavPVT: Hashable, Sendable {
     public var differentialSolution: Bool { flags & 0x02 != 0 }
     /// 0 none, 1 RTK float, 2 RTK fixed.
     public var carrierSolution: UInt8 { flags >> 6 }
+    /// `flags3` bits 1-4, the age of the most recent differential correction as a range code: 0 not
+    /// available, 1 under 1 s, 2 1-2 s, 3 2-5 s, 4 5-10 s, 5 10-15 s, 6 15-20 s, 7 20-30 s, 8 30-45 s,
+    /// 9 45-60 s, 10 60-90 s, 11 90-120 s, 12 120 s or more.
+    public var lastCorrectionAgeCode: UInt8 { UInt8(flags3 >> 1 & 0x0F) }
+    /// The age of the most recent differential correction, seconds, as the upper end of the range
+    /// `lastCorrectionAgeCode` gives (120 for "120 s or more"); nil when not available.
+    public var lastCorrectionAge: Double? {
+        let upper: [Double] = [1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 120]
+        let code = Int(lastCorrectionAgeCode)
+        return code >= 1 && code <= upper.count ? upper[code - 1] : nil
+    }
+
+    /// The `lastCorrectionAgeCode` of an age in seconds (for simulators).
+    public static func correctionAgeCode(seconds age: Double) -> UInt8 {
+        let upper: [Double] = [1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120]
+        return UInt8((upper.firstIndex { age < $0 } ?? upper.count) + 1)
+    }
     public var validDate: Bool { valid & 0x01 != 0 }
     public var validTime: Bool { valid & 0x02 != 0 }
 
@@ -99,7 +116,7 @@ public struct UBXNavPVT: Hashable, Sendable {
         altitudeHAE: Double, altitudeMSL: Double, groundSpeed: Double = 0, headingOfMotion: Double = 0,
         velocityDown: Double = 0, horizontalAccuracy: Double = 1, verticalAccuracy: Double = 2,
         speedAccuracy: Double = 0.1, timeAccuracy: Double = 20e-9, positionDOP: Double = 1.5,
-        differential: Bool = false
+        differential: Bool = false, carrierSolution: UInt8 = 0, correctionAge: Double? = nil
     ) {
         self.init()
         self.iTOW = iTOW
@@ -116,7 +133,8 @@ public struct UBXNavPVT: Hashable, Sendable {
         valid = 0x07
         tAcc = UInt32(clamping: Int64((timeAccuracy * 1e9).rounded()))
         self.fixType = fixType
-        flags = (fixType >= 2 && fixType <= 4 ? 0x01 : 0) | (differential ? 0x02 : 0)
+        flags = (fixType >= 2 && fixType <= 4 ? 0x01 : 0) | (differential ? 0x02 : 0) | (carrierSolution & 0x03) << 6
+        if let correctionAge { flags3 = UInt16(Self.correctionAgeCode(seconds: correctionAge)) << 1 }
         self.numSV = numSV
         lat = Int32(clamping: Int64((latitude * 1e7).rounded()))
         lon = Int32(clamping: Int64((longitude * 1e7).rounded()))

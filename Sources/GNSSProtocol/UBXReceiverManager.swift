@@ -61,3 +61,58 @@ public struct UBXRxmPmReq: Hashable, Sendable {
 
     public var frame: [UInt8] { UBX.frame(.rxmPMREQ, payload: payload) }
 }
+
+/// UBX-RXM-RTCM (02 32): the receiver's word on one RTCM 3 message it received (protocol 20.01+,
+/// output when `CFG-MSGOUT-UBX_RXM_RTCM_*` enables it): whether its CRC failed and whether the
+/// navigation used it.
+public struct UBXRxmRTCM: Hashable, Sendable {
+    /// What the receiver did with the message (`flags` bits 1-2, `msgUsed`).
+    public enum Use: UInt8, Hashable, Sendable {
+        /// Not reported (older firmware).
+        case unknown = 0
+        /// Received, not used.
+        case notUsed = 1
+        /// Used by the navigation.
+        case used = 2
+    }
+
+    /// Message version (0x02).
+    public var version: UInt8
+    /// crcFailed b0, msgUsed b1-2.
+    public var flags: UInt8
+    /// The sub-type of a 4072 message, else 0.
+    public var subType: UInt16
+    /// The reference station id the message carries (0 when none).
+    public var refStation: UInt16
+    /// The RTCM message number (1005, 1077, ...).
+    public var msgType: UInt16
+
+    public init(msgType: UInt16, refStation: UInt16, use: Use, crcFailed: Bool = false, subType: UInt16 = 0,
+                version: UInt8 = 2) {
+        self.version = version
+        flags = (crcFailed ? 0x01 : 0) | use.rawValue << 1
+        self.subType = subType
+        self.refStation = refStation
+        self.msgType = msgType
+    }
+
+    public var crcFailed: Bool { flags & 0x01 != 0 }
+    public var use: Use { Use(rawValue: flags >> 1 & 0x03) ?? .unknown }
+
+    public init(payload p: UnsafeRawBufferPointer) throws(DecodeError) {
+        guard p.count == 8 else { throw .ubxLength(messageClass: 0x02, id: 0x32, length: p.count) }
+        version = p.u8(0)
+        flags = p.u8(1)
+        subType = p.u16(2)
+        refStation = p.u16(4)
+        msgType = p.u16(6)
+    }
+
+    public var payload: [UInt8] {
+        var w = LittleEndianWriter(capacity: 8)
+        w.u8(version); w.u8(flags); w.u16(subType); w.u16(refStation); w.u16(msgType)
+        return w.bytes
+    }
+
+    public var frame: [UInt8] { UBX.frame(.rxmRTCM, payload: payload) }
+}

@@ -76,6 +76,10 @@ public struct GPSDSource: Sendable {
     /// at least every interval, a signal whose subscription lets the receiver save power in between.
     /// Nil: such a client watches `events` like any other.
     public var scheduled: (@Sendable (Duration) -> RefCountedSignal<GPSDEvent>)?
+    /// For a client that watches with `"accuracy"` (GNSSHat's extension): a hold that carries its demand (its
+    /// interval, if any, and the accuracy) to the receiver, so that an RTK accuracy brings corrections in.
+    /// Nil: the accuracy is ignored.
+    public var demandHold: (@Sendable (_ interval: Duration?, _ accuracy: Double) -> SignalToken)?
     /// Whether any watcher wants `.sentence` and `.frame` events (the server updates it).
     public let passThroughDemand: PassThroughDemand
 

@@ -91,6 +91,9 @@ extension GPSDSource {
             passThroughDemand: demand
         )
         source.scheduled = scheduled
+        source.demandHold = { interval, accuracy in
+            receiver.fixes(for: FixDemand(interval: interval, horizontalAccuracy: accuracy)).hold()
+        }
         return source
     }
 }

@@ -11,6 +11,12 @@ private let signalsToken: UInt64 = 1
 private let firstListenerToken: UInt64 = 16
 private let firstClientToken: UInt64 = 1 << 20
 
+/// The demand a client's hold carries (`?WATCH` "interval" and "accuracy").
+struct HeldDemand: Equatable {
+    var interval: Duration?
+    var accuracy: Double
+}
+
 /// One connection, as the loop sees it.
 final class Client {
     let id: UInt64
@@ -20,6 +26,9 @@ final class Client {
     var token: SignalToken?
     /// The interval the subscription was made for (`?WATCH` "interval"; nil: every epoch).
     var subscribedInterval: Duration?
+    /// The hold that carries the client's `"accuracy"` to the receiver, and the demand it was made for.
+    var demandToken: SignalToken?
+    var heldDemand: HeldDemand?
     /// The subscription ended with an error; a new one is tried after a pause.
     var awaitsResubscription = false
     /// Registered for writability with the poller.
@@ -136,6 +145,7 @@ final class ServerLoop: @unchecked Sendable {
         case .ended(let id, let completion):
             guard let client = clients[id] else { return }
             client.token = nil
+            releaseDemandHold(client)
             if case .failure(let error) = completion, client.session.wantsSubscription, !stopping {
                 configuration.log("client \(client.peer): the source failed: \(error)")
                 client.awaitsResubscription = true
@@ -323,6 +333,26 @@ final class ServerLoop: @unchecked Sendable {
             token.cancel()
         }
         if !wants { client.awaitsResubscription = false }
+        updateDemandHold(client, wants: wants && client.token != nil)
+    }
+
+    /// Holds the client's `"accuracy"` demand while it watches (a new interval or accuracy is a new hold).
+    private func updateDemandHold(_ client: Client, wants: Bool) {
+        let wanted = wants ? client.session.policy.accuracy.map {
+            HeldDemand(interval: client.subscribedInterval, accuracy: $0)
+        } : nil
+        guard wanted != client.heldDemand else { return }
+        releaseDemandHold(client)
+        guard let wanted, let hold = server.source.demandHold else { return }
+        client.heldDemand = wanted
+        client.demandToken = hold(wanted.interval, wanted.accuracy)
+    }
+
+    private func releaseDemandHold(_ client: Client) {
+        let token = client.demandToken
+        client.demandToken = nil
+        client.heldDemand = nil
+        token?.cancel()
     }
 
     private func scheduleResubscription() {
@@ -383,6 +413,7 @@ final class ServerLoop: @unchecked Sendable {
             client.token = nil
             token.cancel()
         }
+        releaseDemandHold(client)
         let counters = client.channel.counters
         closedDropped += counters.dropped
         closedMaxQueued = max(closedMaxQueued, counters.maxQueued)
@@ -436,6 +467,7 @@ final class ServerLoop: @unchecked Sendable {
                 client.token = nil
                 token.cancel()
             }
+            releaseDemandHold(client)
         }
         let closing = activated.map { _ in GPSDResponse.deviceClosed(path: device.path) }
         activated = nil

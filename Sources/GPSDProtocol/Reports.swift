@@ -79,6 +79,13 @@ public enum GPSDReport {
                 if let age = fix.dgpsAge, let station = fix.dgpsStation {
                     j.number("dgpsAge", age, 1)
                     j.int("dgpsSta", station)
+                } else if fix.isDifferential, let age = fix.correctionAge, let station = fix.referenceStation,
+                    age > 0.09 || station > 0
+                {
+                    // No GGA said (a UBX-only stream): NAV-PVT's correction age and RXM-RTCM's station; as gpsd,
+                    // not when both are zero (a GGA's empty fields).
+                    j.number("dgpsAge", age, 1)
+                    j.int("dgpsSta", station)
                 }
             }
             j.end(lineEnding: lineEnding)

@@ -161,6 +161,9 @@ public struct WatchPolicy: Equatable, Sendable {
     /// the receiver may save power in between (a duty cycle, its own power save); such a client gets
     /// one TPV per interval and no SKY. `nil` (gpsd's behaviour): every epoch.
     public var interval: Duration?
+    /// GNSSHat's extension, `"accuracy":METRES`: the client needs fixes this accurate (gpsd's `eph`); at or
+    /// below the board's RTK threshold the receiver takes corrections while the client watches. `nil`: none.
+    public var accuracy: Double?
 
     public init() {}
 
@@ -177,6 +180,7 @@ public struct WatchPolicy: Equatable, Sendable {
         policy.pps = false
         policy.device = nil
         policy.interval = nil
+        policy.accuracy = nil
         for (name, value) in attributes {
             switch name {
             case "enable": policy.enable = try value.bool()
@@ -195,6 +199,10 @@ public struct WatchPolicy: Equatable, Sendable {
                 let seconds = min(try value.double(), 86_400)
                 let milliseconds = seconds.isFinite && seconds > 0 ? Int64((seconds * 1000).rounded()) : 0
                 policy.interval = milliseconds > 0 ? .milliseconds(milliseconds) : nil
+            case "accuracy":
+                // Metres, from 1 mm to 100 km; anything else (0, negative): no accuracy asked.
+                let metres = try value.double()
+                policy.accuracy = metres.isFinite && metres >= 0.001 ? min(metres, 100_000) : nil
             case "remote", "class":
                 _ = value
             default:

@@ -64,6 +64,10 @@ package enum GPSDResponse {
             w.key("interval")
             w.raw(milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)")
         }
+        if let accuracy = policy.accuracy {
+            w.key("accuracy")
+            w.raw("\(accuracy)")
+        }
         return w.line()
     }
 

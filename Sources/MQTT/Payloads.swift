@@ -109,11 +109,12 @@ public enum HomeAssistantDiscovery {
         return "gnss-hat-" + String(safe)
     }
 
-    /// The three configs, retained:
+    /// The four configs, retained:
     /// - `device_tracker` `location`: its attributes from the OwnTracks topic (published only with a
     ///   position), renamed to the `latitude`, `longitude` and `gps_accuracy` Home Assistant reads;
     /// - `sensor` `satellites`: satellites used, from the SKY topic's `uSat`;
-    /// - `sensor` `power`: the hardware's power, an enum sensor over the power topic's `state`.
+    /// - `sensor` `power`: the hardware's power, an enum sensor over the power topic's `state`;
+    /// - `sensor` `rtk`: the RTK solution, an enum sensor over the TPV topic's `status`.
     /// Each has a `unique_id`, the same `device`, and `availability` on the status topic.
     public static func configs(topics: MQTTTopics, model: String, softwareVersion: String? = nil) -> [OutgoingMessage] {
         let node = nodeID(topics.device)
@@ -163,6 +164,15 @@ public enum HomeAssistantDiscovery {
             json.string("device_class", "enum")
             json.strings("options", PowerPayload.stateNames)
         }
+        // RTK: gpsd's TPV status (2 DGPS, 3 RTK fixed, 4 RTK float) as an enum sensor.
+        let rtk = config { json in
+            common(&json, object: "rtk", name: "RTK")
+            json.string("state_topic", topics.tpv)
+            json.string("value_template", Self.rtkTemplate)
+            json.string("device_class", "enum")
+            json.strings("options", Self.rtkStates)
+            json.string("icon", "mdi:crosshairs-gps")
+        }
         return [
             OutgoingMessage(topic: topics.discovery(component: "device_tracker", object: "location"),
                             payload: tracker, qos: .atLeastOnce, retain: true),
@@ -170,6 +180,15 @@ public enum HomeAssistantDiscovery {
                             payload: satellites, qos: .atLeastOnce, retain: true),
             OutgoingMessage(topic: topics.discovery(component: "sensor", object: "power"),
                             payload: power, qos: .atLeastOnce, retain: true),
+            OutgoingMessage(topic: topics.discovery(component: "sensor", object: "rtk"),
+                            payload: rtk, qos: .atLeastOnce, retain: true),
         ]
     }
+
+    /// The RTK sensor's states.
+    public static let rtkStates = ["none", "DGNSS", "RTK float", "RTK fixed"]
+
+    /// The RTK sensor's template over a TPV: gpsd's `status` 2, 3 and 4 named, any other "none".
+    public static let rtkTemplate = "{{ {2: 'DGNSS', 3: 'RTK fixed', 4: 'RTK float'}"
+        + ".get(value_json.status | default(0) | int, 'none') }}"
 }

@@ -7,9 +7,13 @@ internal import GPSDProtocol
 public struct ConsumerDemand: Sendable, Hashable {
     /// A fix every `interval` seconds is enough (`{"interval":600}`); nil: as often as they come (`{}`).
     public var interval: Int?
+    /// Fixes this accurate, metres (`{"accuracy":0.02}`); at or below the board's RTK threshold the receiver
+    /// takes corrections while the consumer is present (`serve --ntrip`). nil: none asked.
+    public var accuracy: Double?
 
-    public init(interval: Int? = nil) {
+    public init(interval: Int? = nil, accuracy: Double? = nil) {
         self.interval = interval
+        self.accuracy = accuracy
     }
 
     /// The longest interval a consumer may ask for: a day.
@@ -41,7 +45,17 @@ public struct ConsumerDemand: Sendable, Hashable {
             }
             interval = seconds
         }
+        var accuracy: Double?
+        for attribute in attributes where attribute.name == "accuracy" {
+            guard case let .token(text) = attribute.value, let metres = Double(text), metres.isFinite,
+                  metres >= 0.001, metres <= 100_000
+            else {
+                throw .badAccuracy(Self.describe(attribute.value))
+            }
+            accuracy = metres
+        }
         self.interval = interval
+        self.accuracy = accuracy
     }
 
     private static func describe(_ value: RequestValue) -> String {
@@ -58,6 +72,7 @@ public struct ConsumerDemand: Sendable, Hashable {
 public enum PresenceError: Error, Hashable, Sendable, CustomStringConvertible {
     case notAnObject(String)
     case badInterval(String)
+    case badAccuracy(String)
     case badConsumerName(String)
 
     public var description: String {
@@ -65,6 +80,7 @@ public enum PresenceError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .notAnObject(reason): "the payload is not a JSON object (\(reason))"
         case let .badInterval(value):
             "\"interval\" is \(value), not a whole number of seconds from 1 to \(ConsumerDemand.maximumInterval)"
+        case let .badAccuracy(value): "\"accuracy\" is \(value), not a number of metres from 0.001 to 100000"
         case let .badConsumerName(name): "'\(name)' is not a consumer name"
         }
     }

@@ -30,9 +30,9 @@ struct ReceiverClaim: Sendable {
 }
 
 extension ConsumerDemand {
-    /// The Receiver's demand for this consumer's: every epoch, or a fix at least every interval.
+    /// The Receiver's demand for this consumer's: every epoch, or a fix at least every interval; with its accuracy.
     var fixDemand: FixDemand {
-        interval.map { FixDemand.every(.seconds($0)) } ?? .continuous
+        FixDemand(interval: interval.map { .seconds($0) }, horizontalAccuracy: accuracy)
     }
 }
 

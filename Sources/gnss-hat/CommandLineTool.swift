@@ -68,7 +68,7 @@ protocol Subcommand: Sendable {
 enum CommandLineTool {
     static let commands: [any Subcommand.Type] = [
         WatchCommand.self, DecodeCommand.self, ServeCommand.self, SimulateCommand.self, PowerCommand.self,
-        BoardsCommand.self, InfoCommand.self, TTFFCommand.self, MQTTCheckCommand.self,
+        BoardsCommand.self, InfoCommand.self, TTFFCommand.self, MQTTCheckCommand.self, NTRIPCommand.self,
     ]
 
     static func spec(_ command: any Subcommand.Type) -> CommandSpec { command.spec.withCommonOptions() }

@@ -25,13 +25,13 @@ enum ServeCommand: Subcommand {
             .flag("early-position", "publish a TPV as soon as an epoch's position is known"),
             .value("nice", "N", "scheduling priority, -20 to 19, as gpsd's (default: -10 where allowed)"),
             .value("speed", "N", "run a simulated board's clock N times faster (1 to 1000; soak and fault tests)"),
-        ] + MQTTOptions.specs,
+        ] + MQTTOptions.specs + CorrectionsLink.specs,
         details: """
             Speaks gpsd's JSON protocol (gpspipe, cgps, python3-gps, chrony, ...) for one board. --linger defaults
             to 5 s here; --verbose logs clients, power and errors to standard error, and at the stop what the
             receiver and the bridge counted. Runs until SIGTERM or SIGINT (exit status 0; 4 if the receiver could
             not be switched off).
-            """ + "\n" + MQTTOptions.details + "\n" + """
+            """ + "\n" + MQTTOptions.details + "\n" + CorrectionsLink.details + "\n" + """
             example: gnss-hat serve --board uputronics-gps-rtc --listen 0.0.0.0:2947
             example: gnss-hat serve --mqtt mqtts://pi1@broker.lan --mqtt-password-file /etc/gnss-hat/mqtt-password
             """
@@ -46,6 +46,7 @@ enum ServeCommand: Subcommand {
         }
         let minimumOff = try arguments.seconds("min-off")
         let speed = try arguments.number("speed", in: 1...1000)
+        let ntrip = try CorrectionsLink.configuration(arguments)
         let verbose = arguments.verbose
         // The bridge's problems (a broker that refuses us, one that went away) are always printed;
         // what it does (consumers, power) with --verbose.
@@ -64,6 +65,9 @@ enum ServeCommand: Subcommand {
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
         let (receiver, clock) = try makeReceiver(board: board, speed: speed, linger: linger, arguments)
+        let corrections = CorrectionsLink.attach(ntrip, to: receiver) { line in
+            standardError("gnss-hat serve: \(line)")
+        }
         let source = GPSDSource.receiver(receiver)
         let server = try makeServer(source: source, listen: listen, log: log, arguments)
         let bridge = try await startBridge(mqtt, receiver: receiver, clock: clock)
@@ -77,6 +81,7 @@ enum ServeCommand: Subcommand {
             throw CommandFailure(.failure, "\(error)")
         }
         await server.waitUntilStopped()
+        await corrections?.stop(receiver)
         // The receiver is off: the bridge says so, says offline, and keeps what the broker lacks.
         await bridge?.stop()
         if verbose { summarize(receiver.statistics, bridge?.statistics) }

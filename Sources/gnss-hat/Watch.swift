@@ -22,10 +22,11 @@ enum WatchCommand: Subcommand {
             .flag("json", "JSON lines even on a terminal (POWER, CLIENT, NOTICE, ERROR, and gpsd's TPV and SKY)"),
             .flag("no-configure", "leave the receiver's configuration alone (read-only)"),
             .value("every", "SECONDS", "a fix at least this often (1 to 86400), the receiver saving power in between"),
-            .value("accuracy", "METRES", "with --every: a fix this accurate (gpsd's eph) ends each power-on"),
+            .value("accuracy", "METRES", "a fix this accurate (gpsd's eph): with --every it ends each power-on; "
+                + "at or below the board's RTK threshold it takes --ntrip corrections"),
             .value("state-dir", "DIR", "where the aiding state is kept (default as serve: $STATE_DIRECTORY, "
                 + "/var/lib/gnss-hat for root, else $XDG_STATE_HOME/gnss-hat)"),
-        ],
+        ] + CorrectionsLink.specs,
         details: """
             With --every the receiver follows a power plan (shown as "plan"): its own power save, or a
             duty cycle that powers it on in time for each fix and off once a fix is good enough; a board
@@ -34,7 +35,9 @@ enum WatchCommand: Subcommand {
               gnss-hat watch                                   the simulator, live
               gnss-hat watch --board uputronics-gps-rtc --json --duration 60
               gnss-hat watch --every 600 --accuracy 10 --speed 100
-            """
+              gnss-hat watch --board sparkfun-gps-rtk2 --accuracy 0.02 --ntrip ntrip://me@rtk2go.com/MOUNT \\
+                  --ntrip-password-file ~/.ntrip-password
+            """ + "\n" + CorrectionsLink.details
     )
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -49,7 +52,7 @@ enum WatchCommand: Subcommand {
             throw UsageError("--every needs a number of seconds from 1 to 86400, not '\(text)'")
         }
         let accuracy = try arguments.number("accuracy", in: 0.01...100_000)
-        if accuracy != nil && every == nil { throw UsageError("--accuracy needs --every") }
+        let ntrip = try CorrectionsLink.configuration(arguments)
         let stateDirectory = StateDirectory.resolve(
             arguments.value("state-dir"), environment: FileSystem.environment, isRoot: FileSystem.isSuperuser)
         let receiverOptions = ReceiverOptions(
@@ -62,9 +65,14 @@ enum WatchCommand: Subcommand {
             clock: clock)
         let json = arguments.flag("json") || !StandardStream.output.isTerminal
         let demand = every.map { FixDemand.every($0, accuracy: accuracy) }
+            ?? accuracy.map { FixDemand(horizontalAccuracy: $0) }
+        let corrections = CorrectionsLink.attach(ntrip, to: receiver) { line in
+            Terminal.write(2, "gnss-hat watch: \(line)\n")
+        }
         let session = WatchSession(
             receiver: receiver, board: board, clock: clock, json: json, demo: demo, demand: demand)
         let failure = await session.run(duration: duration ?? (demo ? .seconds(105) : nil))
+        await corrections?.stop(receiver)
         if json { for hat in opened.all { session.emitRecord(of: hat) } }
         await receiver.shutdown()
         if let failure { throw failure }
@@ -375,6 +383,14 @@ final class WatchSession: Sendable {
         case .unknown: "unknown"
         }
         var text = mode
+        // RTK: the carrier solution, the correction age and the reference station.
+        if fix.carrierSolution != .none || fix.status == .dgps {
+            text += fix.carrierSolution == .none ? " DGNSS" : " \(fix.carrierSolution)"
+            let details = [fix.correctionAge.map { "\(SimulatedSeconds.format($0)) s" },
+                           fix.referenceStation.map { "station \($0)" }].compactMap { $0 }
+            if !details.isEmpty { text += " (" + details.joined(separator: ", ") + ")" }
+        }
+        if let eph = fix.eph, fix.hasPosition { text += "  ±\(SimulatedSeconds.format(eph)) m" }
         if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
             text += "  " + SimulatedSeconds.coordinate(latitude, positive: "N", negative: "S")
                 + "  " + SimulatedSeconds.coordinate(longitude, positive: "E", negative: "W")

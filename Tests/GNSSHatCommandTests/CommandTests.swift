@@ -29,7 +29,7 @@ struct CommandTests {
     }
 
     @Test("each subcommand answers --help on standard output", arguments: [
-        "watch", "decode", "serve", "simulate", "power", "boards", "info", "ttff",
+        "watch", "decode", "serve", "simulate", "power", "boards", "info", "ttff", "ntrip",
     ])
     func help(command: String) throws {
         let result = try CommandRun.run([command, "--help"])
@@ -45,7 +45,13 @@ struct CommandTests {
         (["boards", "extra"], "gnss-hat boards: unexpected argument 'extra'"),
         (["info", "--linger"], "gnss-hat info: --linger needs a value (SECONDS)"),
         (["watch", "--every", "0"], "gnss-hat watch: --every needs a number of seconds from 1 to 86400, not '0'"),
-        (["watch", "--accuracy", "10"], "gnss-hat watch: --accuracy needs --every"),
+        (["watch", "--ntrip-password-file", "/nonexistent"], "gnss-hat watch: --ntrip-password-file needs --ntrip"),
+        (["serve", "--ntrip", "ntrips://caster.example/MOUNT"],
+         "gnss-hat serve: --ntrip: invalid NTRIP URL 'ntrips://caster.example/MOUNT': ntrips:// is RTKLIB's NTRIP "
+            + "server (a source); use ntrip+tls:// for TLS"),
+        (["ntrip", "list", "ntrip://caster.example"], "gnss-hat ntrip: expected 'sources URL', not 'list'"),
+        (["ntrip", "sources", "ntrip://caster.example", "--near", "99,0"],
+         "gnss-hat ntrip: --near needs LAT,LON in degrees, not '99,0'"),
     ])
     func usage(arguments: [String], line: String) throws {
         let result = try CommandRun.run(arguments)

@@ -18,8 +18,8 @@ struct BoardFileTests {
     @Test("the board files of the issue are all there")
     func expectedBoards() {
         let expected = [
-            "adafruit-ultimate-gps", "custom-template", "simulator", "simulator-cut-supply", "sparkfun-gps-rtk2",
-            "sparkfun-zed-f9r-phat",
+            "adafruit-ultimate-gps", "custom-template", "simulator", "simulator-cut-supply", "simulator-rtk",
+            "sparkfun-gps-rtk2", "sparkfun-zed-f9r-phat",
             "uputronics-gps-rtc", "waveshare-l76x", "waveshare-max-m8q",
         ]
         #expect(boardFiles == expected)
@@ -109,7 +109,7 @@ struct BoardErrorTests {
     @Test(
         "power-off keeps backup RAM on every hat but the cut-supply ones",
         arguments: [
-            ("custom-template", false), ("simulator-cut-supply", false), ("simulator", true),
+            ("custom-template", false), ("simulator-cut-supply", false), ("simulator", true), ("simulator-rtk", true),
             ("adafruit-ultimate-gps", true), ("uputronics-gps-rtc", true), ("waveshare-l76x", true),
             ("waveshare-max-m8q", true), ("sparkfun-gps-rtk2", true), ("sparkfun-zed-f9r-phat", true),
         ])

@@ -72,6 +72,8 @@ struct UBXTests {
         .cfgRst(.gnssStop),
         .rxmPMREQ(.backup(wakeupSources: [.uartRX, .extint0])),
         .rxmPMREQ(.backupUntilWoken),
+        .rxmRTCM(UBXRxmRTCM(msgType: 1077, refStation: 2003, use: .used)),
+        .rxmRTCM(UBXRxmRTCM(msgType: 0, refStation: 0, use: .notUsed, crcFailed: true)),
         .poll(.navSAT),
         .navSVINFO(
             UBXNavSVINFO(
@@ -99,7 +101,7 @@ struct UBXTests {
     func everyCase() {
         // `caseName` switches over every case, so a new case does not build here until it is named; the count
         // then fails until `messages` (or AidingMessageTests' messages, for issue 16's) has an example of it.
-        #expect(Set((Self.messages + AidingMessageTests.messages).map(Self.caseName)).count == 34)
+        #expect(Set((Self.messages + AidingMessageTests.messages).map(Self.caseName)).count == 35)
     }
 
     static func caseName(_ message: UBXMessage) -> String {
@@ -127,6 +129,7 @@ struct UBXTests {
         case .cfgRate: "CFG-RATE"
         case .cfgRst: "CFG-RST"
         case .rxmPMREQ: "RXM-PMREQ"
+        case .rxmRTCM: "RXM-RTCM"
         case .mgaDBD: "MGA-DBD"
         case .mgaAck: "MGA-ACK"
         case .mgaIniTimeUTC: "MGA-INI-TIME_UTC"

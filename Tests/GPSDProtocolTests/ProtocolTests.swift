@@ -180,6 +180,10 @@ struct WatchPolicyTests {
         #expect(try watch(#"{"interval":2.5}"#).interval == .milliseconds(2500))
         #expect(try watch(#"{"interval":0}"#).interval == nil, "0: every epoch")
         #expect(try watch(#"{"interval":1e9}"#).interval == .seconds(86_400), "at most a day")
+        let rtk = try watch(#"{"enable":true,"json":true,"accuracy":0.02}"#)
+        #expect(rtk.accuracy == 0.02 && rtk.interval == nil)
+        #expect(text(GPSDResponse.watch(rtk)).hasSuffix(#""pps":false,"accuracy":0.02}"# + "\r\n"))
+        #expect(try watch(#"{"accuracy":0}"#).accuracy == nil, "0: none asked")
         let plain = try watch(#"{"enable":true,"json":true}"#, from: scheduled)
         #expect(plain.interval == nil)
         #expect(!text(GPSDResponse.watch(plain)).contains("interval"), "a client that never sends it sees gpsd's WATCH")
@@ -268,6 +272,25 @@ struct ResponseTests {
     func reportStringEscaping() {
         let line = GPSDReport.tpv(Fix(), device: "/dev/a\"b\\c\u{1}\u{1f}\n")
         #expect(line.contains(#""device":"/dev/a\"b\\c\u0001\u001f\u000a""#))
+    }
+
+    @Test("an RTK fix: gpsd's status 3 (RTK fixed) / 4 (float), dgpsAge and dgpsSta from NAV-PVT and RXM-RTCM")
+    func rtkStatus() {
+        var fix = Fix()
+        fix.mode = .threeD
+        fix.latitude = 51.5
+        fix.longitude = -0.1
+        fix.status = .rtkFixed
+        fix.correctionAge = 2
+        fix.referenceStation = 2003
+        let fixed = GPSDReport.tpv(fix, device: "sim")
+        #expect(fixed.contains(#""status":3"#), "\(fixed)")
+        #expect(fixed.contains(#""dgpsAge":2.0"#) && fixed.contains(#""dgpsSta":2003"#), "\(fixed)")
+        fix.status = .rtkFloat
+        #expect(GPSDReport.tpv(fix, device: "sim").contains(#""status":4"#))
+        // Without corrections used, no dgps fields even if an age was left over.
+        fix.status = .gps
+        #expect(!GPSDReport.tpv(fix, device: "sim").contains("dgpsAge"))
     }
 
     @Test("an object that outgrows the room reserved for it is written again with more, after what was there")

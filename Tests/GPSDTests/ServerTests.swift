@@ -91,6 +91,36 @@ struct ServerTests {
         #expect(fake.power.violations.isEmpty && scheduled.power.violations.isEmpty)
     }
 
+    @Test("a WATCH with \"accuracy\" holds that demand while it watches; a WATCH without it releases the hold")
+    func accuracyWatch() async throws {
+        let fake = FakeSource()
+        let held = FakeSource()
+        let asked = Lock<[String]>([])
+        var source = fake.source()
+        source.demandHold = { interval, accuracy in
+            asked.withLock { $0.append("\(interval.map { "\($0)" } ?? "every epoch") \(accuracy) m") }
+            return held.signal.hold()
+        }
+        let server = try makeServer(source)
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: server.addresses[0])
+        _ = try await client.object()
+
+        try client.send("?WATCH={\"enable\":true,\"json\":true,\"accuracy\":0.02};\n")
+        #expect(try await client.classes(2) == ["DEVICES", "WATCH"])
+        await held.power.waitUntil(on: true)
+        await fake.power.waitUntil(on: true)
+        #expect(asked.withLock { $0 } == ["every epoch 0.02 m"])
+
+        try client.send("?WATCH={\"enable\":true,\"json\":true};\n")
+        await held.power.waitUntil(on: false)
+        #expect(fake.power.isOn, "still watching every epoch")
+        #expect(asked.withLock { $0 } == ["every epoch 0.02 m"])
+        await server.shutdown()
+        #expect(fake.power.violations.isEmpty && held.power.violations.isEmpty)
+    }
+
     @Test("nmea and raw watchers get sentences; raw 1 hex-dumps binary frames, raw 2 passes them through")
     func passThrough() async throws {
         let fake = FakeSource()

@@ -73,6 +73,7 @@ import Testing
             "homeassistant/device_tracker/gnss-hat-pi1/location/config",
             "homeassistant/sensor/gnss-hat-pi1/satellites/config",
             "homeassistant/sensor/gnss-hat-pi1/power/config",
+            "homeassistant/sensor/gnss-hat-pi1/rtk/config",
         ])
         #expect(messages.allSatisfy { $0.retain })
         #expect(messages[0].text == "online")
@@ -85,7 +86,7 @@ import Testing
         #expect(published(bridge.handle(.power(Self.power(.powerSave, at: .seconds(9))))).isEmpty)
         #expect(published(bridge.handle(.power(Self.power(.powerSave, .dutyCycleWake)))).count == 1)
         _ = lose(&bridge)
-        #expect(published(connect(&bridge)).count == 5)
+        #expect(published(connect(&bridge)).count == 6)
     }
 
     @Test func fixesGoThroughTheJournalPublishedOnlyWhileConnected() throws {

@@ -103,6 +103,7 @@ import Testing
             "homeassistant/device_tracker/gnss-hat-pi1/location/config",
             "homeassistant/sensor/gnss-hat-pi1/satellites/config",
             "homeassistant/sensor/gnss-hat-pi1/power/config",
+            "homeassistant/sensor/gnss-hat-pi1/rtk/config",
         ])
         var uniqueIDs: Set<String> = []
         for config in configs {
@@ -117,7 +118,11 @@ import Testing
             #expect(device["name"] as? String == "pi1")
             #expect(device["model"] as? String == "Waveshare L76X")
         }
-        #expect(uniqueIDs.count == 3)
+        #expect(uniqueIDs.count == 4)
+        let rtk = try object(configs[3].payload)
+        #expect(rtk["state_topic"] as? String == "gnss-hat/pi1/tpv" && rtk["device_class"] as? String == "enum")
+        #expect(rtk["options"] as? [String] == ["none", "DGNSS", "RTK float", "RTK fixed"])
+        #expect(rtk["value_template"] as? String == HomeAssistantDiscovery.rtkTemplate)
         let tracker = try object(configs[0].payload)
         #expect(tracker["json_attributes_topic"] as? String == "owntracks/fleet/pi1")
         #expect(tracker["source_type"] as? String == "gps")

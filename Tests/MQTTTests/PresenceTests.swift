@@ -27,7 +27,8 @@ import Testing
     @Test(arguments: [
         "not json", "[]", "{", #"{"interval":0}"#, #"{"interval":-5}"#, #"{"interval":1.5}"#,
         #"{"interval":"600"}"#, #"{"interval":86401}"#, #"{"interval":600} trailing"#, #"{"interval":6e2}"#,
-        #"{"interval":[600]}"#, #"{"interval":600"#,
+        #"{"interval":[600]}"#, #"{"interval":600"#, #"{"accuracy":0}"#, #"{"accuracy":"0.02"}"#,
+        #"{"accuracy":-1}"#,
     ])
     func aMalformedDemandIsRejectedAndChangesNothing(payload: String) {
         var presence = PresenceMachine(topics: topics)
@@ -45,6 +46,12 @@ import Testing
     @Test func unknownMembersAndNestedValuesAreIgnored() throws {
         let payload = #"{"name":"phone \"A\"","tags":["x",{"y":[1,2e3]}],"interval":30,"on":true,"n":null}"#
         #expect(try ConsumerDemand(payload: Array(payload.utf8)) == ConsumerDemand(interval: 30))
+    }
+
+    @Test func anAccuracyIsPartOfTheDemand() throws {
+        let demand = try ConsumerDemand(payload: Array(#"{"interval":60,"accuracy":0.02}"#.utf8))
+        #expect(demand == ConsumerDemand(interval: 60, accuracy: 0.02))
+        #expect(try ConsumerDemand(payload: Array(#"{"accuracy":5}"#.utf8)) == ConsumerDemand(accuracy: 5))
     }
 
     @Test func aTopicOutsideTheDemandLevelIsRejected() {

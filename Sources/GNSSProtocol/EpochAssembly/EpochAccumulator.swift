@@ -83,6 +83,9 @@ struct Accumulator: Sendable {
     var epy: Double?
     var dgpsAge: Double?
     var dgpsStation: Int?
+    /// Age and station of the corrections the solution used (GGA, NAV-PVT flags3).
+    var correctionAge: Double?
+    var referenceStation: Int?
     /// The ECEF solution of NAV-SOL, NAV-POSECEF and NAV-VELECEF, reported as it came (gpsd's `ecef*`).
     var ecefPosition: ECEFVector?
     var ecefVelocity: ECEFVector?

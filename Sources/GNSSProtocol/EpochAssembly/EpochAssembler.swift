@@ -61,6 +61,8 @@ public struct EpochAssembler: Sendable {
     var lastDate: GNSSDate?
     var lastTimeOfDay: Int64?
     var leapSeconds: Int?
+    /// The reference station of the last RTCM message the receiver said it used (UBX RXM-RTCM).
+    var referenceStationUsed: Int?
     var lastFix: Fix?
     var olderFix: Fix?
     // Satellites: GSV sets, the GSA's used satellites, NAV-SAT's and NAV-SVINFO's lists and their epochs.

@@ -157,6 +157,8 @@ extension EpochAssembler {
         fix.velocityDown = a.velocityDown
         fix.dgpsAge = a.dgpsAge
         fix.dgpsStation = a.dgpsStation
+        fix.correctionAge = a.correctionAge
+        fix.referenceStation = a.referenceStation
     }
 
     /// gpsd's status for an NMEA fix: the GGA quality, else the FAA mode of RMC or GNS.

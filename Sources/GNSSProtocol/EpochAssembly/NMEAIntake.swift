@@ -82,6 +82,11 @@ extension EpochAssembler {
             a.dgpsAge = age
             a.dgpsStation = station
         }
+        // Corrections used (DGNSS 2, RTK fixed 4, RTK float 5): their age and station as the receiver says.
+        if [2, 4, 5].contains(quality) {
+            a.correctionAge = s.dgpsAge
+            a.referenceStation = s.dgpsStation
+        }
     }
 
     private static func take(_ s: NMEARMC, into a: inout Accumulator) {

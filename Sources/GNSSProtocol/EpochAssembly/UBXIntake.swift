@@ -7,7 +7,15 @@ extension EpochAssembler {
         switch message {
         case .navPVT(let m):
             let timeOfDay = m.time?.timeOfDay.nanosecondsSinceMidnight
-            participate(key: key, tag: .ubx(m.iTOW), utc: timeOfDay, into: &sink) { Self.take(m, into: &$0) }
+            let station = referenceStationUsed
+            participate(key: key, tag: .ubx(m.iTOW), utc: timeOfDay, into: &sink) { a in
+                Self.take(m, usedStation: station, into: &a)
+            }
+        case .rxmRTCM(let m):
+            // Not part of an epoch: the station of the last message used names the next fixes' station.
+            if m.use == .used, !m.crcFailed {
+                referenceStationUsed = Int(m.refStation)
+            }
         case .navSOL(let m):
             let solutionTime = m.gpsNanoseconds.map { utc(gpsNanoseconds: $0) }
             let timeOfDay = solutionTime?.timeOfDay.nanosecondsSinceMidnight
@@ -79,7 +87,7 @@ extension EpochAssembler {
             | UInt32(payload[start + 3]) << 24
     }
 
-    private static func take(_ m: UBXNavPVT, into a: inout Accumulator) {
+    private static func take(_ m: UBXNavPVT, usedStation: Int?, into a: inout Accumulator) {
         a.hasFixData = true
         a.modeSource = .navPVT
         a.fullTime = m.time ?? a.fullTime
@@ -93,6 +101,10 @@ extension EpochAssembler {
             case 2: a.ubxStatus = .rtkFixed
             default: break
             }
+        }
+        if mode >= .twoD, m.differentialSolution || m.carrierSolution != 0 {
+            a.correctionAge = m.lastCorrectionAge
+            a.referenceStation = a.referenceStation ?? usedStation
         }
         if a.positionSource < .geodetic {
             a.positionSource = .geodetic
