@@ -140,7 +140,8 @@ enum ServeCommand: Subcommand {
         let hardware = CommandHardware.providers(simulatedDayStartsNow: true)
         guard let speed else { return (try Receiver(board: board, options: options, hardware: hardware), nil) }
         let clock = try CommandHardware.clock(speed: speed, board: board, providers: hardware)
-        return (try Receiver(board: board, options: options, hardware: hardware, clock: clock), clock)
+        let paced = CommandHardware.board(board, at: clock.rate)
+        return (try Receiver(board: paced, options: options, hardware: hardware, clock: clock), clock)
     }
 
     /// The gpsd service on `listen`, with the options that shape it.

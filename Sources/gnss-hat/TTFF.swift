@@ -44,7 +44,8 @@ enum TTFFCommand: Subcommand {
         let options = ReceiverOptions(linger: linger)
         let hardware = CommandHardware.providers()
         let clock = try CommandHardware.clock(speed: speed, board: board, providers: hardware)
-        let receiver = try Receiver(board: board, options: options, hardware: hardware, clock: clock)
+        let receiver = try Receiver(
+            board: CommandHardware.board(board, at: clock.rate), options: options, hardware: hardware, clock: clock)
         let log: @Sendable (String) -> Void = { line in
             if arguments.verbose { StandardStream.error.write("gnss-hat ttff [\(seconds(clock.now.offset))]: \(line)\n") }
         }

@@ -61,7 +61,8 @@ enum WatchCommand: Subcommand {
         let clock = try CommandHardware.clock(speed: speed, fallback: demo ? 5 : 1, board: board, providers: hardware)
         let opened = OpenedHats()
         let receiver = try Receiver(
-            board: board, options: receiverOptions, hardware: HatRecordingProvider(inner: hardware, opened: opened),
+            board: CommandHardware.board(board, at: clock.rate), options: receiverOptions,
+            hardware: HatRecordingProvider(inner: hardware, opened: opened),
             clock: clock)
         let json = arguments.flag("json") || !StandardStream.output.isTerminal
         let demand = every.map { FixDemand.every($0, accuracy: accuracy) }
