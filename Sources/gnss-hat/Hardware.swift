@@ -35,11 +35,11 @@ enum CommandHardware {
 
     /// The board for a run at `rate` times real time: the simulated receiver answers in real time
     /// (its thread, the pseudo-terminal, the reader), which the faster clock cannot compress, so the
-    /// wait for an acknowledgement is kept at 100 ms of real time at least (at 200x, 20 simulated
+    /// wait for an acknowledgement is kept at 250 ms of real time at least (at 200x, 50 simulated
     /// seconds); an answer that comes at once ends the wait at once.
     static func board(_ board: Board, at rate: Double) -> Board {
         var board = board
-        let floor = Duration.milliseconds(100) * rate
+        let floor = Duration.milliseconds(250) * rate
         if board.configuration.ackTimeout < floor { board.configuration.ackTimeout = floor }
         return board
     }
