@@ -13,15 +13,15 @@ final class InProcessLink: SerialLink {
         var speed: Int
         var closed = false
         var vanished = false
+        /// Weak: the hat owns the link. (Kept here rather than as a `weak let`, which needs Swift 6.2.)
+        weak var hat: SimulatedHat?
     }
 
     private let state: Lock<State>
     private let signal = DispatchSemaphore(value: 0)
-    private weak let hat: SimulatedHat?
 
     init(speed: Int, hat: SimulatedHat) {
-        state = Lock(State(speed: speed))
-        self.hat = hat
+        state = Lock(State(speed: speed, hat: hat))
     }
 
     var name: String { "simulator (in-process)" }
@@ -68,10 +68,10 @@ final class InProcessLink: SerialLink {
     }
 
     func write(_ bytes: [UInt8]) throws {
-        let speed = try state.withLock { state throws(SerialError) -> Int in
+        let (speed, hat) = try state.withLock { state throws(SerialError) -> (Int, SimulatedHat?) in
             if state.closed { throw .closed(device: name) }
             if state.vanished { throw .vanished(FailedCall(call: "write", device: name, errno: .ioError)) }
-            return state.speed
+            return (state.speed, state.hat)
         }
         hat?.hostSends(bytes, atSpeed: speed)
     }
