@@ -305,7 +305,10 @@ enum JournalCodec {
             let topicLength = Int(read(bytes, at: offset + headerSize, count: 2))
             guard 2 + topicLength <= bodyLength, let qos = QoS(rawValue: Int32(flags >> 1 & 3)) else { return nil }
             let topicStart = offset + headerSize + 2
-            let topic = String(decoding: bytes[topicStart..<topicStart + topicLength], as: UTF8.self)
+            // The journal writes topics from Strings: one that is not UTF-8 is damage, however it checksums.
+            guard let topic = String(validating: bytes[topicStart..<topicStart + topicLength], as: UTF8.self) else {
+                return nil
+            }
             let payload = Array(bytes[topicStart + topicLength..<end])
             let message = OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: flags & 1 != 0)
             return (sequence, .message(message), overhead + bodyLength)

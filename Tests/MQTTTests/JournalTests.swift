@@ -167,6 +167,21 @@ func reopenJournal(_ state: String) throws -> Journal {
         #expect(try Journal(storage: storage).append(message(4)) == 4)
     }
 
+    @Test func aRecordWhoseTopicIsNotUTF8IsDamageThoughItsChecksumHolds() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        try journal.append(message(1))
+        // A record of the format with a valid CRC-32 but a topic no String could have written.
+        var record: [UInt8] = [0x47, 0x4A, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 2, 0, 0xC3, 0x28, 0x78]
+        let crc = CRC32.checksum(record[...])
+        record += (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
+        storage.written += record
+        let reopened = try Journal(storage: storage)
+        #expect(reopened.pending.map(\.sequence) == [1])
+        #expect(reopened.recovery.corruptRegions == 1)
+        #expect(reopened.recovery.corruptBytes == record.count)
+    }
+
     @Test func aCorruptRecordInTheMiddleIsSkippedAndTheRestKept() throws {
         let storage = MemoryJournalStorage()
         let journal = try Journal(storage: storage)
