@@ -9,8 +9,8 @@
 // - one input in sixteen (chosen by a hash of the input, so a saved crash replays it): feeding it in chunks
 //   (sizes from the input itself) and one byte at a time gives the same frames as feeding it whole, and
 //   the same pipeline outputs (messages, epoch starts, provisional fixes, epochs) and counters.
-// The chunking checks decode an input three more times, so they run on a sample: that keeps the target
-// above 10,000 executions a second at scripts/fuzz.sh's -max_len.
+// The chunking checks decode an input four more times, so they run on a sample, for throughput (see
+// docs/benchmarks.md, "fuzz").
 
 import GNSSProtocol
 
