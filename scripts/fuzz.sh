@@ -69,7 +69,8 @@ binpath=$("${build[@]}" --show-bin-path)
 # is for: check the binary has the counters and the module's objects call into ASan.
 instrumented() {
     local binary=$1 module=$2 object
-    readelf -S "$binary" | grep __sancov_cntrs >/dev/null || { echo "fuzz: $binary has no coverage counters" >&2; return 1; }
+    readelf -S "$binary" | grep __sancov_cntrs >/dev/null ||
+        { echo "fuzz: $binary has no coverage counters" >&2; return 1; }
     object=$(find .build/fuzz -path "*/release/$module.build/*.swift.o" | head -n 1)
     [ -n "$object" ] && nm "$object" | grep __asan_report >/dev/null ||
         { echo "fuzz: the $module objects are not AddressSanitizer-instrumented" >&2; return 1; }
@@ -137,7 +138,8 @@ run() {
             esac
         done
         for file in "$artifacts"/fuzz-*.log; do
-            [ -f "$file" ] && grep -q -E 'ERROR|deadly|Timeout' "$file" && { echo "fuzz: $file:" >&2; tail -n 40 "$file" >&2; }
+            [ -f "$file" ] && grep -q -E 'ERROR|deadly|Timeout' "$file" &&
+                { echo "fuzz: $file:" >&2; tail -n 40 "$file" >&2; }
         done
         echo "fuzz.$name: failed (exit $status)" >&2
     fi

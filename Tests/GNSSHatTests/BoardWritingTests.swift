@@ -24,7 +24,8 @@ struct BoardWritingTests {
             extintPulse: .nanoseconds(123_456_789)),
         power: Board.Power(
             strategies: [.gpioEnable, .standbyLine, .forceOnPulse, .ubloxBackup], onWait: .nanoseconds(1),
-            upTimeout: .seconds(86_400), linger: .milliseconds(100), minimumOffTime: .seconds(2), offKeepsBackup: false),
+            upTimeout: .seconds(86_400), linger: .milliseconds(100), minimumOffTime: .seconds(2),
+            offKeepsBackup: false),
         configuration: Board.Configuration(enabled: false, period: .milliseconds(25), ackTimeout: .milliseconds(1_001),
                                            attempts: 10),
         current: Board.Current(volts: 0.1, acquisition: 1e-5, tracking: 25.3, powerSave: nil, standby: 0,
