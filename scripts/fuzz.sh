@@ -63,6 +63,9 @@ export GNSSHAT_FUZZ=1
 # sanitizers go last, in one flag. Every target builds in the one scratch path, so the modules
 # they share are compiled once.
 build=(swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --scratch-path .build/fuzz)
+# gold, swiftc's default linker here, warns at every fuzz link that it cannot export AddressSanitizer's
+# local symbol __asan_extra_spill_area; lld, when the toolchain ships it, links the same without a word.
+if [ -x "$(dirname "$(readlink -f "$(command -v swiftc)")")/ld.lld" ]; then build+=(-Xswiftc -use-ld=lld); fi
 binpath=$("${build[@]}" --show-bin-path)
 
 # Without coverage counters libFuzzer runs blind, and without AddressSanitizer it misses what it
