@@ -115,7 +115,8 @@ private func checkRoundTrip(_ message: Message) {
 
 /// The framer over the whole input: the bytes in its frames (no copies) and its counters.
 private func countFrames(_ input: UnsafeRawBufferPointer) -> (frameBytes: Int, statistics: FramerStatistics) {
-    var framer = Framer(limits: limits)
+    // The smallest buffer the limits allow: the default 16 KiB, zeroed, was a tenth of the time.
+    var framer = Framer(limits: limits, initialCapacity: 0)
     var frameBytes = 0
     framer.append(input)
     framer.finish()
