@@ -51,6 +51,19 @@ struct BoardWritingTests {
         #expect(try Board(json: uart.json, file: "u.json") == uart)
     }
 
+    @Test("an empty key is an unknown field named as written (found by the board fuzz target)")
+    func emptyKey() throws {
+        let board = try #require(try BoardCatalog.builtIn("simulator"))
+        let text = "{\"\": 1," + board.json.dropFirst()
+        do {
+            _ = try Board(json: text, file: "e.json")
+            Issue.record("a board with an empty key loaded")
+        } catch {
+            #expect(error.field == "\"\"")
+            #expect(error.problem.hasPrefix("unknown field"))
+        }
+    }
+
     @Test("durations are written as exact decimal seconds")
     func seconds() {
         var writer = BoardJSONWriter()
