@@ -180,11 +180,27 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// The libFuzzer target over GNSSProtocol: only when scripts/fuzz.sh asks for it (`GNSSHAT_FUZZ=1`),
-// since libFuzzer supplies its `main` and a normal build could not link it.
+// The libFuzzer targets, one per input surface: only when scripts/fuzz.sh asks for them (`GNSSHAT_FUZZ=1`),
+// since libFuzzer supplies their `main` and a normal build could not link them.
 if ProcessInfo.processInfo.environment["GNSSHAT_FUZZ"] == "1" {
-    package.targets.append(.executableTarget(name: "GNSSProtocolFuzz", dependencies: ["GNSSProtocol"]))
-    package.products.append(.executable(name: "GNSSProtocolFuzz", targets: ["GNSSProtocolFuzz"]))
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        // The receiver's bytes: framer, decoders, the GNSSDecoder pipeline.
+        ("GNSSProtocolFuzz", ["GNSSProtocol"]),
+        // A gpsd client's requests, through the server's per-client session.
+        ("GPSDRequestsFuzz", ["GPSD", "GPSDProtocol"]),
+        // The MQTT bridge's inbound topics and demand payloads.
+        ("MQTTDemandFuzz", ["MQTT"]),
+        // The MQTT journal's file.
+        ("MQTTJournalFuzz", ["MQTT", "GNSSProtocol"]),
+        // Board files, loaded and written back.
+        ("BoardFileFuzz", ["GNSSHat"]),
+        // NTRIP casters' answers and sourcetables.
+        ("NTRIPResponseFuzz", ["NTRIP"]),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(.executableTarget(name: target.name, dependencies: target.dependencies))
+        package.products.append(.executable(name: target.name, targets: [target.name]))
+    }
 }
 
 for target in package.targets where target.type != .system {

@@ -1,91 +1,187 @@
 #!/usr/bin/env bash
-# Fuzzes GNSSProtocol (framer, NMEA/UBX/RTCM3 decoders, the GNSSDecoder pipeline) with libFuzzer and
-# AddressSanitizer for SECONDS (default 60). The corpus it grows is kept in .build/fuzz-corpus, and
-# seeds cut from the shared captures in .build/fuzz-seeds, so each run goes on where the last stopped;
-# inputs that once failed are kept in Tests/Fixtures/fuzz-regressions and replayed every run. A failing
-# input is written to .build/fuzz-artifacts and printed in base64 (CI keeps only the log).
-#   scripts/fuzz.sh            # 60 s (what scripts/test.sh runs)
-#   scripts/fuzz.sh 3600       # an hour
+# Fuzzes the package's input surfaces with libFuzzer and AddressSanitizer, one target per surface:
+#   receiver  GNSSProtocolFuzz   the receiver's bytes (framer, NMEA/UBX/RTCM3 decoders, GNSSDecoder)
+#   gpsd      GPSDRequestsFuzz   a gpsd client's requests (RequestScanner, GPSDRequest, WatchPolicy, ClientSession)
+#   mqtt      MQTTDemandFuzz     the MQTT bridge's inbound topics and demand payloads (PresenceMachine)
+#   journal   MQTTJournalFuzz    the MQTT journal's file (Journal's recovery)
+#   board     BoardFileFuzz      board files (Board(json:file:) and Board.json)
+#   ntrip     NTRIPResponseFuzz  casters' answers (NTRIPResponseParser) and sourcetables
+# Each target checks properties beyond "no crash" (see its Sources/*Fuzz/FuzzTarget.swift).
+#   scripts/fuzz.sh [SECONDS]              # the receiver target, SECONDS (default 60)
+#   scripts/fuzz.sh NAME SECONDS           # one target (also --target NAME SECONDS)
+#   scripts/fuzz.sh --all SECONDS          # every target, SECONDS each, one after another (scripts/test.sh: 30)
+#   scripts/fuzz.sh --minimise NAME        # the seeds and .build/fuzz-corpus/NAME, minimised, as the new seeds
 # Extra arguments after SECONDS go to libFuzzer (e.g. -jobs=2 -workers=2).
+#
+# Each target's corpus grows in .build/fuzz-corpus/NAME, so each run goes on where the last stopped; it
+# starts from the committed, minimised seeds in Tests/Fixtures/fuzz-seeds/NAME and replays the inputs
+# that once failed, Tests/Fixtures/fuzz-regressions/NAME. A failing input is written to
+# .build/fuzz-artifacts/NAME and printed in base64 (CI keeps only the log). Each run prints
+# `bench fuzz.NAME: ours=X exec/s target=>=10000` from libFuzzer's final stats (a benchmark on a shared
+# machine: printed, not asserted) and a summary line; only a crash (a violated property) fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
-shift || true
+
+# name product max_len module(an object of which must call into ASan)
+targets=(
+    "receiver GNSSProtocolFuzz 512 GNSSProtocol"
+    "gpsd GPSDRequestsFuzz 256 GPSD"
+    "mqtt MQTTDemandFuzz 512 MQTT"
+    "journal MQTTJournalFuzz 1024 MQTT"
+    "board BoardFileFuzz 2048 GNSSHat"
+    "ntrip NTRIPResponseFuzz 1024 NTRIP"
+)
+
+mode=one
+selected=receiver
+seconds=60
+case "${1:-}" in
+--all) mode=all; seconds=${2:?"--all SECONDS"}; shift 2 ;;
+--target) selected=${2:?"--target NAME SECONDS"}; seconds=${3:?"--target NAME SECONDS"}; shift 3 ;;
+--minimise) mode=minimise; selected=${2:?"--minimise NAME"}; shift 2 ;;
+"") ;;
+[0-9]*) seconds=$1; shift ;;
+*) selected=$1; seconds=${2:?"NAME SECONDS"}; shift 2 ;;
+esac
+extra=("$@")
+
+entry() {
+    local line
+    for line in "${targets[@]}"; do
+        set -- $line
+        if [ "$1" = "$2" ] || [ "$1" = "$selected" ]; then echo "$line"; return 0; fi
+    done
+    echo "fuzz: no target $selected (known: $(for l in "${targets[@]}"; do printf '%s ' "${l%% *}"; done))" >&2
+    return 1
+}
 
 export GNSSHAT_FUZZ=1
 # swiftc keeps only the last -sanitize= it is given, and SwiftPM's `--sanitize=fuzzer
 # --sanitize=address` reaches it in a random order (a Set): one build got coverage without
 # AddressSanitizer, another AddressSanitizer without coverage. So SwiftPM is told only of the
 # fuzzer (it then builds the target without a main of its own, for libFuzzer's), and both
-# sanitizers go last, in one flag.
-build=(swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --scratch-path .build/fuzz
-    --product GNSSProtocolFuzz)
-"${build[@]}" 2>&1 | grep -E 'error|warning:' || true
-binary=$("${build[@]}" --show-bin-path)/GNSSProtocolFuzz
-test -x "$binary" || { echo "fuzz: build failed (see above)" >&2; exit 1; }
-# Without coverage counters libFuzzer runs blind, and without AddressSanitizer it misses what it
-# is for: check the binary has the counters and the decoders' objects call into ASan.
-instrumented() {
-    readelf -S "$binary" | grep __sancov_cntrs >/dev/null || { echo "fuzz: no coverage counters" >&2; return 1; }
-    local object
-    object=$(find .build/fuzz -path '*/release/GNSSProtocol.build/Framer.swift.o' | head -n 1)
-    [ -n "$object" ] && nm "$object" | grep __asan_report >/dev/null ||
-        { echo "fuzz: the GNSSProtocol objects are not AddressSanitizer-instrumented" >&2; return 1; }
-}
-if ! instrumented; then
-    echo "fuzz: rebuilding from scratch" >&2
-    rm -rf .build/fuzz/release .build/fuzz/x86_64-unknown-linux-gnu/release
-    "${build[@]}" 2>&1 | grep -E 'error|warning:' || true
-    instrumented || { echo "fuzz: still not instrumented (see above)" >&2; exit 1; }
-fi
+# sanitizers go last, in one flag. Every target builds in the one scratch path, so the modules
+# they share are compiled once.
+build=(swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --scratch-path .build/fuzz)
+# gold, swiftc's default linker here, warns at every fuzz link that it cannot export AddressSanitizer's
+# local symbol __asan_extra_spill_area; lld, when the toolchain ships it, links the same without a word.
+if [ -x "$(dirname "$(readlink -f "$(command -v swiftc)")")/ld.lld" ]; then build+=(-Xswiftc -use-ld=lld); fi
+binpath=$("${build[@]}" --show-bin-path)
 
-corpus=.build/fuzz-corpus
-seeds=.build/fuzz-seeds
-mkdir -p "$corpus" "$seeds"
-if [ -z "$(ls -A "$seeds")" ]; then
-    # Seeds: 2 KB slices of every shared capture (comment headers dropped), when the corpus is there.
-    shared=""
-    for candidate in Tests/Fixtures/corpus/gpsd; do
-        if [ -d "$candidate" ]; then shared=$candidate; break; fi
-    done
-    if [ -n "$shared" ]; then
-        for log in "$shared"/*.log; do
-            name=$(basename "$log" .log)
-            grep -av '^#' "$log" | head -c 16384 | split -b 2048 - "$seeds/$name." || true
-        done
+# Without coverage counters libFuzzer runs blind, and without AddressSanitizer it misses what it
+# is for: check the binary has the counters and the module's objects call into ASan.
+instrumented() {
+    local binary=$1 module=$2 object
+    readelf -S "$binary" | grep __sancov_cntrs >/dev/null ||
+        { echo "fuzz: $binary has no coverage counters" >&2; return 1; }
+    object=$(find .build/fuzz -path "*/release/$module.build/*.swift.o" | head -n 1)
+    [ -n "$object" ] && nm "$object" | grep __asan_report >/dev/null ||
+        { echo "fuzz: the $module objects are not AddressSanitizer-instrumented" >&2; return 1; }
+}
+
+buildTarget() {
+    local product=$1 module=$2
+    "${build[@]}" --product "$product" 2>&1 | grep -E 'error|warning:' || true
+    test -x "$binpath/$product" || { echo "fuzz: $product: build failed (see above)" >&2; return 1; }
+    if ! instrumented "$binpath/$product" "$module"; then
+        echo "fuzz: rebuilding from scratch" >&2
+        rm -rf .build/fuzz/release .build/fuzz/x86_64-unknown-linux-gnu/release
+        "${build[@]}" --product "$product" 2>&1 | grep -E 'error|warning:' || true
+        instrumented "$binpath/$product" "$module" || { echo "fuzz: still not instrumented (see above)" >&2; return 1; }
     fi
-    printf '$PMTK161,0*28\r\n' > "$seeds/pmtk"
-    printf '\xb5\x62\x0a\x04\x00\x00\x0e\x34' > "$seeds/ubx-poll"
-fi
-echo "fuzz: $seconds s, corpus $corpus ($(ls "$corpus" | wc -l) inputs), seeds $seeds ($(ls "$seeds" | wc -l))"
-# Inputs that once crashed (Tests/Fixtures/fuzz-regressions) are read with the seeds every run.
-regressions=Tests/Fixtures/fuzz-regressions
-artifacts=$PWD/.build/fuzz-artifacts
-mkdir -p "$artifacts"
-rm -f "$artifacts"/fuzz-*.log
-before=$(ls "$artifacts")
+}
+
 # The Swift runtime's own crash reporter fights AddressSanitizer; libFuzzer reports crashes itself.
 export SWIFT_BACKTRACE=enable=no
-# libFuzzer writes its per-job logs (fuzz-N.log, with -jobs) to the working directory: keep them
-# in .build/fuzz-artifacts, not in the checkout.
+# AddressSanitizer records the stack of every allocation, for the report of a bad access to it: a
+# quarter of the time of targets that allocate as Swift does. A report still gives the access's stack;
+# replaying the input with ASAN_OPTIONS= gives the allocation's.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0}
 root=$PWD
-status=0
-(cd "$artifacts" && "$binary" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 -timeout=10 \
-    -artifact_prefix="$artifacts/" "$@" "$root/$corpus" "$root/$seeds" "$root/$regressions") || status=$?
-if [ "$status" -ne 0 ]; then
-    # A CI machine's .build is gone after the run: print each new failing input so the log alone
-    # reproduces it (base64 -d > input; then the fuzzer binary with the input's path as argument).
-    for name in $(ls "$artifacts"); do
-        case " $(echo $before) " in *" $name "*) continue ;; esac
-        case "$name" in crash-* | leak-* | timeout-* | oom-* | slow-unit-*)
-            echo "fuzz: failing input $name ($(wc -c < "$artifacts/$name") bytes), base64:" >&2
-            base64 -w 0 "$artifacts/$name" >&2
-            echo >&2 ;;
-        esac
-    done
-    for log in "$artifacts"/fuzz-*.log; do
-        [ -f "$log" ] && grep -q -E 'ERROR|deadly|Timeout' "$log" && { echo "fuzz: $log:" >&2; tail -n 40 "$log" >&2; }
-    done
-    echo "fuzz: failed (exit $status)" >&2
+
+# Runs one target for $seconds; prints its bench line and summary; returns libFuzzer's status.
+run() {
+    local name=$1 product=$2 maxlen=$3
+    shift 4
+    local corpus=$root/.build/fuzz-corpus/$name seeds=$root/Tests/Fixtures/fuzz-seeds/$name
+    local regressions=$root/Tests/Fixtures/fuzz-regressions/$name artifacts=$root/.build/fuzz-artifacts/$name
+    mkdir -p "$corpus" "$seeds" "$regressions" "$artifacts"
+    rm -f "$artifacts"/fuzz-*.log
+    local before log=$artifacts/run.log status=0
+    before=$(ls "$artifacts")
+    echo "fuzz.$name: $seconds s, -max_len=$maxlen, corpus $(ls "$corpus" | wc -l), seeds $(ls "$seeds" | wc -l)," \
+        "regressions $(ls "$regressions" | wc -l); load $(cut -d' ' -f1-3 /proc/loadavg)"
+    # libFuzzer writes its per-job logs (fuzz-N.log, with -jobs) to the working directory: keep them
+    # in .build/fuzz-artifacts, not in the checkout.
+    # The CPU time it took (user + system) beside the wall-clock rate: on a shared machine the load
+    # takes the wall-clock rate down, executions per CPU-second much less.
+    local TIMEFORMAT='%U %S'
+    { time { (cd "$artifacts" && "$binpath/$product" -max_total_time="$seconds" -max_len="$maxlen" \
+        -print_final_stats=1 -timeout=10 -artifact_prefix="$artifacts/" "$@" "$corpus" "$seeds" "$regressions") \
+        >"$log" 2>&1 || status=$?; }; } 2>"$artifacts/cpu"
+    local executions rate cpu
+    executions=$(grep -a 'stat::number_of_executed_units' "$log" | tail -n 1 | awk '{print $2}')
+    rate=$(grep -a 'stat::average_exec_per_sec' "$log" | tail -n 1 | awk '{print $2}')
+    cpu=$(awk '{printf "%.1f", $1 + $2}' "$artifacts/cpu")
+    echo "bench fuzz.$name: ours=${rate:-0} exec/s target=>=10000"
+    echo "fuzz.$name: ${executions:-0} executions in $seconds s, $cpu s of CPU" \
+        "($(awk -v e="${executions:-0}" -v c="$cpu" 'BEGIN { printf "%d", (c > 0 ? e / c : 0) }') per CPU-second)," \
+        "load $(cut -d' ' -f1-3 /proc/loadavg), exit $status"
+    if [ "$status" -ne 0 ]; then
+        tail -n 60 "$log" >&2
+        # A CI machine's .build is gone after the run: print each new failing input so the log alone
+        # reproduces it (base64 -d > input; then the fuzzer binary with the input's path as argument).
+        local file
+        for file in $(ls "$artifacts"); do
+            case " $(echo $before) " in *" $file "*) continue ;; esac
+            case "$file" in crash-* | leak-* | timeout-* | oom-* | slow-unit-*)
+                echo "fuzz.$name: failing input $file ($(wc -c < "$artifacts/$file") bytes), base64:" >&2
+                base64 -w 0 "$artifacts/$file" >&2
+                echo >&2 ;;
+            esac
+        done
+        for file in "$artifacts"/fuzz-*.log; do
+            [ -f "$file" ] && grep -q -E 'ERROR|deadly|Timeout' "$file" &&
+                { echo "fuzz: $file:" >&2; tail -n 40 "$file" >&2; }
+        done
+        echo "fuzz.$name: failed (exit $status)" >&2
+    fi
+    return "$status"
+}
+
+if [ "$mode" = all ]; then chosen=("${targets[@]}"); else chosen=("$(entry)"); fi
+for line in "${chosen[@]}"; do
+    set -- $line
+    buildTarget "$2" "$4"
+done
+
+if [ "$mode" = minimise ]; then
+    set -- ${chosen[0]}
+    seeds=Tests/Fixtures/fuzz-seeds/$1
+    mkdir -p "$seeds" ".build/fuzz-corpus/$1"
+    merged=$(mktemp -d)
+    # The fewest inputs that reach every edge the corpus reaches (not every hit count): a small seed set.
+    (cd "$merged" && "$binpath/$2" -set_cover_merge=1 -use_counters=0 -max_len="$3" "$merged" "$root/$seeds" \
+        "$root/.build/fuzz-corpus/$1") >/dev/null 2>&1
+    rm -f "$seeds"/*
+    cp "$merged"/* "$seeds"/ 2>/dev/null || true
+    rm -rf "$merged"
+    echo "fuzz.$1: $(ls "$seeds" | wc -l) seeds in $seeds"
+    exit 0
 fi
-exit "$status"
+
+failed=()
+summary=()
+for line in "${chosen[@]}"; do
+    set -- $line
+    name=$1
+    status=0
+    run $line "${extra[@]}" || status=$?
+    [ "$status" -eq 0 ] || failed+=("$name")
+    summary+=("$name=$([ "$status" -eq 0 ] && echo ok || echo FAILED)")
+done
+echo "fuzz: ${summary[*]}"
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "fuzz: failed: ${failed[*]}" >&2
+    exit 1
+fi

@@ -160,7 +160,9 @@ struct FieldReader {
     /// Reports the first field that was never asked for (a typo, or a field of another kind).
     func finish() throws(BoardError) {
         for member in members where !asked.contains(member.key) {
-            throw error(member.key, "unknown field (known here: \(asked.joined(separator: ", ")))")
+            // A key "" would name no field at the top level: it is named as written.
+            throw error(member.key.isEmpty ? "\"\"" : member.key,
+                        "unknown field (known here: \(asked.joined(separator: ", ")))")
         }
     }
 }

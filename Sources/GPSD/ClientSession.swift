@@ -1,44 +1,64 @@
 // One client's side of the protocol, without sockets: requests in, reply lines and a subscription
 // decision out; events in, the lines this client's policy asks for out. The server owns the socket
-// and the subscription and does what this says.
+// and the subscription and does what this says. Package-visible so that the gpsd fuzz target
+// (GPSDRequestsFuzz) drives it as the server does.
 
-import GPSDProtocol
+package import GPSDProtocol
 
 /// What the server knows that a reply needs.
-struct ServiceView {
-    var device: GPSDDevice
+package struct ServiceView {
+    package var device: GPSDDevice
     /// When the device became active (ns since the epoch), or `nil` while it is off.
-    var activated: Int64?
+    package var activated: Int64?
     /// Whether reports arrived since the device became active (DEVICE `flags`).
-    var sawData: Bool
+    package var sawData: Bool
     /// The latest TPV and SKY lines, for `?POLL`.
-    var latestTPV: [UInt8]?
-    var latestSKY: [UInt8]?
+    package var latestTPV: [UInt8]?
+    package var latestSKY: [UInt8]?
     /// The wall clock now, ns since the epoch.
-    var now: Int64
-    var release: String
-    var revision: String
-    var allowsDeviceChanges: Bool
+    package var now: Int64
+    package var release: String
+    package var revision: String
+    package var allowsDeviceChanges: Bool
+
+    package init(
+        device: GPSDDevice, activated: Int64?, sawData: Bool, latestTPV: [UInt8]?, latestSKY: [UInt8]?, now: Int64,
+        release: String, revision: String, allowsDeviceChanges: Bool
+    ) {
+        self.device = device
+        self.activated = activated
+        self.sawData = sawData
+        self.latestTPV = latestTPV
+        self.latestSKY = latestSKY
+        self.now = now
+        self.release = release
+        self.revision = revision
+        self.allowsDeviceChanges = allowsDeviceChanges
+    }
 }
 
 /// What handling a request asks of the server besides sending `lines`.
-enum SessionEffect: Equatable {
+package enum SessionEffect: Equatable {
     /// Apply a `?DEVICE=` change; the reply (DEVICE or ERROR) comes when it is done.
     case configure(DeviceChange)
 }
 
-struct ClientSession {
-    private(set) var policy = WatchPolicy()
+package struct ClientSession {
+    package private(set) var policy = WatchPolicy()
     private var scanner = RequestScanner()
 
     /// Whether the client should hold a subscription: it watches (gpsd's `watcher`).
-    var wantsSubscription: Bool { policy.enable }
+    package var wantsSubscription: Bool { policy.enable }
+
+    package init() {}
 
     /// Bytes waiting for the rest of a request.
-    var pendingInput: Int { scanner.pendingCount }
+    package var pendingInput: Int { scanner.pendingCount }
 
     /// Feeds received bytes; returns the reply lines in order, and any effect to carry out.
-    mutating func receive(_ bytes: some Sequence<UInt8>, view: ServiceView) -> (lines: [[UInt8]], effects: [SessionEffect]) {
+    package mutating func receive(
+        _ bytes: some Sequence<UInt8>, view: ServiceView
+    ) -> (lines: [[UInt8]], effects: [SessionEffect]) {
         scanner.append(bytes)
         var lines: [[UInt8]] = []
         var effects: [SessionEffect] = []

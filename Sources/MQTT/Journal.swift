@@ -26,7 +26,8 @@ public struct JournalRecord: Sendable, Hashable {
 
 /// What opening the journal found damaged and left out.
 public struct JournalRecovery: Sendable, Hashable {
-    /// Stretches of bytes that held no valid record (each a torn or corrupt record, or several).
+    /// Stretches of bytes that held no valid record (each a torn or corrupt record, or several), and
+    /// message records out of sequence order (a duplicated or misplaced block), which are left out.
     public var corruptRegions = 0
     public var corruptBytes = 0
     /// Whether the damage reached the end of the file (the usual torn write of a power loss).
@@ -93,14 +94,26 @@ public final class Journal {
         var removed = Set<UInt64>()
         var messages: [JournalRecord] = []
         var highest: UInt64 = 0
+        var misplaced = JournalRecovery()
         while let record = scan.next() {
             highest = max(highest, record.sequence)
             switch record.kind {
-            case let .message(message): messages.append(JournalRecord(sequence: record.sequence, message: message))
+            case let .message(message):
+                // The journal writes increasing sequence numbers and rewrites in order, so a message at
+                // or below the one before it is a duplicated or misplaced block: left out, counted as damage.
+                guard record.sequence > messages.last?.sequence ?? 0 else {
+                    misplaced.corruptRegions += 1
+                    misplaced.corruptBytes += JournalCodec.encodedSize(of: message)
+                    continue
+                }
+                messages.append(JournalRecord(sequence: record.sequence, message: message))
             case .removal: removed.insert(record.sequence)
             }
         }
-        recovery = scan.recovery
+        misplaced.corruptRegions += scan.recovery.corruptRegions
+        misplaced.corruptBytes += scan.recovery.corruptBytes
+        misplaced.tornTail = scan.recovery.tornTail
+        recovery = misplaced
         nextSequence = highest + 1
         pending = messages.filter { !removed.contains($0.sequence) }
         pendingBytes = pending.reduce(0) { $0 + JournalCodec.encodedSize(of: $1.message) }
@@ -292,7 +305,10 @@ enum JournalCodec {
             let topicLength = Int(read(bytes, at: offset + headerSize, count: 2))
             guard 2 + topicLength <= bodyLength, let qos = QoS(rawValue: Int32(flags >> 1 & 3)) else { return nil }
             let topicStart = offset + headerSize + 2
-            let topic = String(decoding: bytes[topicStart..<topicStart + topicLength], as: UTF8.self)
+            // The journal writes topics from Strings: one that is not UTF-8 is damage, however it checksums.
+            guard let topic = String(validating: bytes[topicStart..<topicStart + topicLength], as: UTF8.self) else {
+                return nil
+            }
             let payload = Array(bytes[topicStart + topicLength..<end])
             let message = OutgoingMessage(topic: topic, payload: payload, qos: qos, retain: flags & 1 != 0)
             return (sequence, .message(message), overhead + bodyLength)

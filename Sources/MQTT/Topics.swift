@@ -44,9 +44,12 @@ public struct MQTTTopics: Sendable, Hashable {
     /// The consumer a demand topic names, or nil for a topic outside this device's demand level
     /// (or one with a deeper level, which `+` never delivers).
     public func consumer(inDemandTopic topic: String) -> String? {
-        guard topic.hasPrefix(demandPrefix) else { return nil }
-        let name = topic.dropFirst(demandPrefix.count)
-        guard !name.isEmpty, !name.contains("/") else { return nil }
-        return String(name)
+        // MQTT's levels are split at the byte '/': compared as Characters, a '/' followed by a combining
+        // mark is one Character and no separator, and a deeper level passed for a consumer name.
+        let bytes = topic.utf8
+        guard bytes.starts(with: demandPrefix.utf8) else { return nil }
+        let name = bytes.dropFirst(demandPrefix.utf8.count)
+        guard !name.isEmpty, !name.contains(UInt8(ascii: "/")) else { return nil }
+        return String(decoding: name, as: UTF8.self)
     }
 }

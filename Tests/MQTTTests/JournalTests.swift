@@ -147,6 +147,41 @@ func reopenJournal(_ state: String) throws -> Journal {
         #expect(again.recovery.isClean)
     }
 
+    @Test func aDuplicatedOrMisplacedRecordIsLeftOutAndCounted() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        for index in 1...3 { try journal.append(message(index)) }
+        func record(_ index: Int) -> [UInt8] {
+            JournalCodec.encode(sequence: UInt64(index), kind: .message(message(index)))
+        }
+        // The second record again after the third (a block written twice), then the first one after that.
+        storage.written += record(2) + record(1)
+        let reopened = try Journal(storage: storage)
+        #expect(reopened.pending.map(\.sequence) == [1, 2, 3])
+        #expect(reopened.pending.map(\.message) == [message(1), message(2), message(3)])
+        #expect(reopened.recovery.corruptRegions == 2)
+        #expect(reopened.recovery.corruptBytes == record(2).count + record(1).count)
+        #expect(!reopened.recovery.tornTail)
+        // The open rewrote the file without them, and numbering goes on above the highest.
+        #expect(try Journal(storage: storage).recovery.isClean)
+        #expect(try Journal(storage: storage).append(message(4)) == 4)
+    }
+
+    @Test func aRecordWhoseTopicIsNotUTF8IsDamageThoughItsChecksumHolds() throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        try journal.append(message(1))
+        // A record of the format with a valid CRC-32 but a topic no String could have written.
+        var record: [UInt8] = [0x47, 0x4A, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 2, 0, 0xC3, 0x28, 0x78]
+        let crc = CRC32.checksum(record[...])
+        record += (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
+        storage.written += record
+        let reopened = try Journal(storage: storage)
+        #expect(reopened.pending.map(\.sequence) == [1])
+        #expect(reopened.recovery.corruptRegions == 1)
+        #expect(reopened.recovery.corruptBytes == record.count)
+    }
+
     @Test func aCorruptRecordInTheMiddleIsSkippedAndTheRestKept() throws {
         let storage = MemoryJournalStorage()
         let journal = try Journal(storage: storage)

@@ -151,6 +151,14 @@ import Testing
         #expect(topics.ownTracks == "owntracks/fleet/pi1")
         #expect(topics.consumer(inDemandTopic: "gnss-hat/pi1/demand/me") == "me")
         #expect(topics.consumer(inDemandTopic: "gnss-hat/pi2/demand/me") == nil)
+        #expect(topics.consumer(inDemandTopic: "gnss-hat/pi1/demand/me/deeper") == nil)
+        #expect(topics.consumer(inDemandTopic: "gnss-hat/pi1/demand/") == nil)
+    }
+
+    @Test func aLevelSeparatorFollowedByACombiningMarkIsStillOne() {
+        // "/\u{0615}" is one Character; MQTT splits at the byte (found by the MQTT demand fuzz target).
+        #expect(topics.consumer(inDemandTopic: "gnss-hat/pi1/demand/me/\u{0615}x") == nil)
+        #expect(topics.consumer(inDemandTopic: "gnss-hat/pi1/demand/\u{0615}me") == "\u{0615}me")
     }
 
     @Test func stringsAreEscaped() throws {
