@@ -251,7 +251,9 @@ struct ReadPacer: Sendable {
             // Only when it surely ends before the next start is due (its position must not wait).
             // (The pause ends up to a millisecond later than planned, rounded up; then a margin before the start.)
             let spread = longest - shortest
-            if startIntervals.count >= Self.epochsToLearn, let interval = startIntervals.min(),
+            // The median of the intervals remembered: one start read late (a loaded machine) shortens the next.
+            let interval = startIntervals.isEmpty ? .zero : startIntervals.sorted()[startIntervals.count / 2]
+            if startIntervals.count >= Self.epochsToLearn,
                longest + margin(spread: spread) + .milliseconds(1) + Self.leastMargin < interval
             {
                 guard let pause = pauseThroughEnd(until: start + longest, spread: spread, now: now) else { return nil }
