@@ -379,21 +379,25 @@ struct ServiceRun {
         }
 
         // Writer: each message at its moment on a 115200-baud line, 10 Hz epochs, to both terminals.
-        var threadCounters: [ThreadCounters] = []
+        var threadCounters: [ThreadCounters?] = [nil, nil]
         let clock = ContinuousClock()
         let total = ServiceBenchmark.warmUp + epochs
         let stagger = ServiceBenchmark.stagger
-        let writes = try await Self.feed(stream, epochs: total, to: terminals, stagger: stagger) { epoch in
+        let writes = try await Self.feed(stream, epochs: total, to: terminals, stagger: stagger) { side, epoch in
             if epoch == ServiceBenchmark.warmUp {
-                // Only the measured epochs count: what ran before (start-up, warm-up) is left out.
-                threadCounters = pids.map { ThreadCounters(pid: $0) }
+                // Only the measured epochs count: what ran before (start-up, warm-up) is left out. Each side's
+                // window opens as its own stream's epoch begins (ours's `stagger` after gpsd's): the wake-ups
+                // of the last warm-up epoch stay out of it.
+                threadCounters[side] = ThreadCounters(pid: pids[side])
             } else {
-                for count in threadCounters { count.sample() }
+                threadCounters[side]?.sample()
             }
         }
         let (firstWrite, lastWrite) = (writes.first, writes.last)
         try await Task.sleep(for: .milliseconds(500))
-        let streamCounts = threadCounters.map { $0.stop() }
+        let counters = threadCounters.compactMap { $0 }
+        guard counters.count == 2 else { throw ServiceBenchmark.Failure(description: "no epoch was measured") }
+        let streamCounts = counters.map { $0.stop() }
         let memory = pids.map(residentMemory)
         let dirty = pids.map(privateDirtyMemory)
         stop.store(true, ordering: .releasing)
@@ -425,8 +429,8 @@ struct ServiceRun {
             measurements[side].cpuSeconds = streamCounts[side].cpuSeconds
             measurements[side].switchesPerEpoch = Double(streamCounts[side].switches) / Double(epochs)
             measurements[side].wakeUpsPerEpoch = Double(streamCounts[side].wakeUps) / Double(epochs)
-            measurements[side].threadsStarted = threadCounters[side].started
-            measurements[side].threadsEnded = threadCounters[side].ended
+            measurements[side].threadsStarted = counters[side].started
+            measurements[side].threadsEnded = counters[side].ended
             measurements[side].rss = memory[side].rss
             measurements[side].peakRSS = memory[side].peak
             measurements[side].privateDirty = dirty[side]
@@ -501,11 +505,11 @@ struct ServiceRun {
 
     /// Writes `epochs` epochs of `stream` to both terminals: each message at its moment on a
     /// 115200-baud line, 10 Hz epochs, the terminal written first alternating so that neither side
-    /// is always second. `beforeEpoch` runs before each epoch is written (to sample counters at the
-    /// end of the warm-up).
+    /// is always second. `beforeEpoch` runs before each epoch is written to each side (side, epoch: to
+    /// sample counters at the end of the warm-up).
     static func feed(
         _ stream: ServiceStream, epochs: Int, to terminals: [PseudoTerminal], stagger: Duration = .zero,
-        beforeEpoch: (Int) -> Void = { _ in }
+        beforeEpoch: (Int, Int) -> Void = { _, _ in }
     ) async throws -> Writes {
         var writes = Writes()
         var random = BenchRandom(state: streamSeed)
@@ -528,12 +532,12 @@ struct ServiceRun {
         }
         // Stable: writes due at once keep their alternating order.
         let order = schedule.indices.sorted { (schedule[$0].due, $0) < (schedule[$1].due, $1) }
-        var begun = -1
+        var begun = [-1, -1]
         for index in order {
             let (due, side, epoch, number) = schedule[index]
-            if epoch > begun {
-                begun = epoch
-                beforeEpoch(epoch)
+            if epoch > begun[side] {
+                begun[side] = epoch
+                beforeEpoch(side, epoch)
             }
             try await clock.sleep(until: due, tolerance: .zero)
             try terminals[side].write(messages[epoch][number])
