@@ -250,13 +250,12 @@ struct ReadPacer: Sendable {
             // then wakes once for it, not once to pause and again for the end's last messages.
             // Only when it surely ends before the next start is due (its position must not wait).
             // (The pause ends up to a millisecond later than planned, rounded up; then a margin before the start.)
-            let spread = longest - shortest
             // The median of the intervals remembered: one start read late (a loaded machine) shortens the next.
             let interval = startIntervals.isEmpty ? .zero : startIntervals.sorted()[startIntervals.count / 2]
             if startIntervals.count >= Self.epochsToLearn,
-               longest + margin(spread: spread) + .milliseconds(1) + Self.leastMargin < interval
+               longest + Self.leastMargin + .milliseconds(1) + Self.leastMargin < interval
             {
-                guard let pause = pauseThroughEnd(until: start + longest, spread: spread, now: now) else { return nil }
+                guard let pause = pauseThroughEnd(until: start + longest, now: now) else { return nil }
                 pausedThisEpoch = true
                 pausedThroughEnd = true
                 return pause
@@ -295,16 +294,16 @@ struct ReadPacer: Sendable {
         Self.leastMargin + spread + lateWakeMargin
     }
 
-    /// A pause from `now` to a margin past `end` (the end of the longest epoch remembered; `spread`: how
-    /// much the remembered lengths differ, see ``margin(spread:)``), rounded up to whole milliseconds, at
-    /// most ``longestPause``; nil while a command's replies are due or when it would be shorter than
+    /// A pause from `now` to the least margin past `end` (the end of the longest epoch remembered: an
+    /// epoch longer still is read to its end as it comes, and learnt), rounded up to whole milliseconds,
+    /// at most ``longestPause``; nil while a command's replies are due or when it would be shorter than
     /// ``shortestPause``.
-    private mutating func pauseThroughEnd(until end: Duration, spread: Duration, now: Duration) -> Duration? {
+    private mutating func pauseThroughEnd(until end: Duration, now: Duration) -> Duration? {
         if let until = conversationUntil {
             if now < until { return nil }
             conversationUntil = nil
         }
-        let planned = min(end + margin(spread: spread) - now, longestPause).components
+        let planned = min(end + Self.leastMargin - now, longestPause).components
         let milliseconds = planned.seconds * 1000 + (planned.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         let pause = Duration.milliseconds(milliseconds)
         guard pause >= Self.shortestPause else { return nil }
