@@ -7,8 +7,11 @@
 // kernel keeps the bytes meanwhile, and one read then takes them all. When the next epoch's start is
 // not urgent either (its position does not go out early), it learns the interval from one epoch's
 // end to the next's and lets the loop sleep from an end to a little before the next end, through
-// the next start: one wake-up an epoch fewer. Pure: times come in as durations on the caller's
-// monotonic clock.
+// the next start: one wake-up an epoch fewer. When the epoch's position went out early (a provisional
+// fix), the client already has what matters of it: the loop then sleeps from the position to a margin
+// past the longest epoch learnt (never into the next start) and takes the rest, end included, in one
+// read: two wake-ups an epoch, its end's reports a few milliseconds later than a read as it came. Pure:
+// times come in as durations on the caller's monotonic clock.
 
 import GNSSProtocol
 
@@ -26,6 +29,9 @@ struct EpochMarks: Sendable, Equatable {
     /// No epoch is in progress at the chunk's end, and the next one's start is not urgent: its first
     /// position will not go out early (no provisional fixes, or the last epoch had no position).
     var nextStartIdle = false
+    /// The epoch in progress at the chunk's end has sent its position early (a provisional fix): the
+    /// reports its end adds follow one the client already has.
+    var sentEarlyPosition = false
 
     static let none = EpochMarks()
 }
@@ -38,6 +44,7 @@ struct EpochProgress: Sendable {
     private var inProgress = false
     private var awaitsPosition = false
     private var lastHadPosition = false
+    private var sentEarly = false
     private var marks = EpochMarks.none
     private var startedHere = false
     private var endedHere = false
@@ -53,13 +60,16 @@ struct EpochProgress: Sendable {
             inProgress = true
             // Urgent until its position came, if the epochs have positions and they go out early.
             awaitsPosition = provisionalFixes && lastHadPosition
+            sentEarly = false
         case .provisionalFix:
             awaitsPosition = false
+            sentEarly = inProgress
         case .epoch(let epoch):
             endedHere = true
             if startedHere { startedHere = false } else { marks.endedEarlierEpoch = true }
             inProgress = false
             awaitsPosition = false
+            sentEarly = false
             lastHadPosition = epoch.fix?.hasPosition ?? false
         case .message, .undecodable:
             break
@@ -73,6 +83,7 @@ struct EpochProgress: Sendable {
         result.settled = inProgress && !awaitsPosition
         result.endedEpoch = endedHere
         result.nextStartIdle = !inProgress && !(provisionalFixes && lastHadPosition)
+        result.sentEarlyPosition = inProgress && sentEarly
         marks = .none
         startedHere = false
         endedHere = false
@@ -110,6 +121,16 @@ struct ReadPacer: Sendable {
     private var lastEnd: Duration?
     /// The pause in progress began at an epoch's end and runs through the next one's start.
     private var pausedThroughStart = false
+    /// The pause in progress began after the epoch's early position and runs past its end.
+    private var pausedThroughEnd = false
+    /// Recent intervals between two epochs' starts, both read as they came: a pause past an end
+    /// must end before the next start is due.
+    private(set) var startIntervals: [Duration] = []
+    /// When the read of the last epoch start returned, if it was read as it came.
+    private var lastStart: Duration?
+    /// Pauses past an epoch's end that found it still to come (the epoch outlasted every length
+    /// remembered; it is then read as it comes, and learnt).
+    private(set) var endsMissed = 0
     /// When the read that started the epoch in progress returned (nil: none in progress).
     private var epochStart: Duration?
     private var pausedThisEpoch = false
@@ -144,6 +165,9 @@ struct ReadPacer: Sendable {
         pausedThisEpoch = false
         justPaused = false
         pausedThroughStart = false
+        pausedThroughEnd = false
+        startIntervals.removeAll()
+        lastStart = nil
         lateWakeMargin = .zero
     }
 
@@ -159,6 +183,8 @@ struct ReadPacer: Sendable {
         justPaused = false
         let throughStart = pausedThroughStart
         pausedThroughStart = false
+        let throughEnd = pausedThroughEnd
+        pausedThroughEnd = false
         if marks.endedEpoch {
             if afterPause {
                 // The end waited in the kernel: no interval from it. After a pause through the start,
@@ -170,7 +196,11 @@ struct ReadPacer: Sendable {
                 lastEnd = now
             }
         }
-        if marks.endedEarlierEpoch && !throughStart {
+        if throughEnd && !marks.endedEarlierEpoch { endsMissed += 1 }
+        if marks.endedEarlierEpoch && throughEnd {
+            // Slept past the end as planned: it waited in the kernel, so no length from it.
+            epochStart = nil
+        } else if marks.endedEarlierEpoch && !throughStart {
             if afterPause {
                 // The end was in the kernel when the pause ended: it waited.
                 Self.overslept(since: epochStart, now: now, &lengths, &overslept, &lateWakeMargin)
@@ -178,6 +208,19 @@ struct ReadPacer: Sendable {
                 Self.remember(now - start, in: &lengths)
             }
             epochStart = nil
+        }
+        if marks.startedEpoch && throughEnd {
+            // Slept into the next epoch: the lengths remembered were wrong (learn them again).
+            overslept += 1
+            lengths.removeAll()
+        }
+        if marks.startedEpoch {
+            if afterPause {
+                lastStart = nil
+            } else {
+                if let last = lastStart { Self.remember(now - last, in: &startIntervals) }
+                lastStart = now
+            }
         }
         if marks.startedEpoch {
             // A start that waited in the kernel (after a pause, under load) is taken as later than it
@@ -202,6 +245,22 @@ struct ReadPacer: Sendable {
         guard marks.settled, !pausedThisEpoch, let start = epochStart, lengths.count >= Self.epochsToLearn,
               let shortest = lengths.min(), let longest = lengths.max()
         else { return nil }
+        if marks.sentEarlyPosition {
+            // The client has the epoch's position: what its end adds may wait a little, and the loop
+            // then wakes once for it, not once to pause and again for the end's last messages.
+            // Only when it surely ends before the next start is due (its position must not wait).
+            // (The pause ends up to a millisecond later than planned, rounded up; then a margin before the start.)
+            // The median of the intervals remembered: one start read late (a loaded machine) shortens the next.
+            let interval = startIntervals.isEmpty ? .zero : startIntervals.sorted()[startIntervals.count / 2]
+            if startIntervals.count >= Self.epochsToLearn,
+               longest + Self.leastMargin + .milliseconds(1) + Self.leastMargin < interval
+            {
+                guard let pause = pauseThroughEnd(until: start + longest, now: now) else { return nil }
+                pausedThisEpoch = true
+                pausedThroughEnd = true
+                return pause
+            }
+        }
         guard let pause = plannedPause(until: start + shortest, spread: longest - shortest, now: now) else {
             return nil
         }
@@ -233,6 +292,24 @@ struct ReadPacer: Sendable {
     /// The margin before a planned end: the least, plus `spread`, plus what late wake-ups taught.
     private func margin(spread: Duration) -> Duration {
         Self.leastMargin + spread + lateWakeMargin
+    }
+
+    /// A pause from `now` to the least margin past `end` (the end of the longest epoch remembered: an
+    /// epoch longer still is read to its end as it comes, and learnt), rounded up to whole milliseconds,
+    /// at most ``longestPause``; nil while a command's replies are due or when it would be shorter than
+    /// ``shortestPause``.
+    private mutating func pauseThroughEnd(until end: Duration, now: Duration) -> Duration? {
+        if let until = conversationUntil {
+            if now < until { return nil }
+            conversationUntil = nil
+        }
+        let planned = min(end + Self.leastMargin - now, longestPause).components
+        let milliseconds = planned.seconds * 1000 + (planned.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        let pause = Duration.milliseconds(milliseconds)
+        guard pause >= Self.shortestPause else { return nil }
+        justPaused = true
+        pauses += 1
+        return pause
     }
 
     /// A pause from `now` to a margin before `end` (`spread`: how much the remembered lengths or

@@ -243,7 +243,8 @@ struct MQTTRun {
         var counts: [ThreadCounters] = []
         let total = MQTTBenchmark.warmUp + MQTTBenchmark.measured
         let writes = try await ServiceRun.feed(.nmea, epochs: total, to: terminals,
-                                               stagger: ServiceBenchmark.stagger) { epoch in
+                                               stagger: ServiceBenchmark.stagger) { side, epoch in
+            guard side == 0 else { return }
             if epoch == 0 {
                 counts = pids.map { ThreadCounters(pid: $0) }
             } else {

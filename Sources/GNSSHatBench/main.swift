@@ -9,15 +9,11 @@ let benchmarks: [(name: String, summary: String, run: () async throws -> Void)] 
     ("decode", "framer + decoders and gnss-hat decode JSON vs gpsd's gpsdecode and pyubx2", DecodeBenchmark.run),
     ("energy", "simulated days of scheduled fixes: energy vs always on, a gpsd device hook, count-only; aided TTFF",
      EnergyBenchmark.run),
-    ("service", "gnss-hat serve vs gpsd on the same pty stream: latency, memory, CPU, idle wake-ups", ServiceBenchmark.run),
+    ("service", "gnss-hat serve vs gpsd on the same pty stream: instructions and wake-ups per epoch, latency, memory, CPU", ServiceBenchmark.run),
     ("mqtt", "gnss-hat serve --mqtt vs gpsd + a Python gps/paho bridge: latency to a subscriber, CPU per fix",
      MQTTBenchmark.run),
 ]
 
-// The service benchmark runs this program as its CPU floor, in a process of its own.
-if CommandLine.arguments.dropFirst().first == ServiceCPUFloor.flag {
-    ServiceCPUFloor.main(Array(CommandLine.arguments.dropFirst(2)))
-}
 var requested = Array(CommandLine.arguments.dropFirst())
 if requested.contains("--help") || requested.contains("-h") {
     print("usage: GNSSHatBench [NAME ...]\n\nbenchmarks:")

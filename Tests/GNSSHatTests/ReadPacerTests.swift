@@ -19,6 +19,9 @@ private struct PacedLine {
     /// Whether epochs' starts are not urgent (no early position): the decoder then marks each chunk
     /// that leaves no epoch in progress with `nextStartIdle`.
     var idleStarts = false
+    /// Whether each epoch's position goes out early: the decoder then marks each chunk that leaves an
+    /// epoch in progress whose position came with `sentEarlyPosition`.
+    var earlyPositions = false
     /// When the loop can read next (after a pause).
     private var readyAt: Duration = .zero
     /// Every read: when it returned and how many messages it took.
@@ -64,6 +67,7 @@ private struct PacedLine {
             marks.settled = inProgress && !positionPending
             marks.endedEpoch = endedHere
             marks.nextStartIdle = idleStarts && !inProgress
+            marks.sentEarlyPosition = earlyPositions && inProgress && !positionPending
             reads.append((at, taken))
             readyAt = pacer.chunk(marks, at: at).map { at + $0 + lateness } ?? at
         }
@@ -152,6 +156,52 @@ struct ReadPacerTests {
         // Late wake-ups add at most 4 ms.
         for epoch in 6..<20 { line.run(PacedLine.epochs(1, from: epoch), lateness: .milliseconds(10)) }
         #expect(line.pacer.lateWakeMargin == .milliseconds(4))
+    }
+
+    @Test("an early position sent: from the fifth epoch on, one wake-up at the start and one past the end")
+    func throughTheEnd() {
+        var line = PacedLine()
+        line.earlyPositions = true
+        line.run(PacedLine.epochs(4))
+        #expect(line.pacer.pauses == 0)
+        let before = line.reads.count
+        line.run(PacedLine.epochs(3, from: 4))
+        // Each epoch: its start (the position) read as it comes, then a pause to the least margin past
+        // the longest length (80 + 1 ms): the rest of the epoch, its end included, in one read.
+        let reads = line.reads[before...].map(\.at)
+        #expect(Array(reads) == [400, 481, 500, 581, 600, 681].map { .milliseconds($0) })
+        #expect(line.reads[before + 1].messages == 14)
+        #expect(line.pacer.pauses == 3)
+        #expect(line.pacer.endsMissed == 0)
+        #expect(line.pacer.overslept == 0)
+    }
+
+    @Test("past the end: an epoch longer than any remembered is read to its end as it comes, and learnt")
+    func throughTheEndLearns() {
+        var line = PacedLine()
+        line.earlyPositions = true
+        line.run(PacedLine.epochs(5))
+        let before = line.reads.count
+        line.run(PacedLine.epoch(at: .milliseconds(500), length: .milliseconds(84)))
+        // The pause ends at 581, before the end at 584: that end is read when it comes.
+        #expect(Array(line.reads[before...].map(\.at).suffix(2)) == [.milliseconds(581), .milliseconds(584)])
+        #expect(line.pacer.endsMissed == 1)
+        #expect(line.pacer.lengths.max() == .milliseconds(84))
+        // Then past the new longest by the least margin: 600 + 84 + 1.
+        line.run(PacedLine.epoch(at: .milliseconds(600), length: .milliseconds(80)))
+        #expect(Array(line.reads.suffix(2).map(\.at)) == [.milliseconds(600), .milliseconds(685)])
+    }
+
+    @Test("past the end only when the pause surely ends before the next start is due")
+    func throughTheEndNeverReachesTheNextStart() {
+        var line = PacedLine()
+        line.earlyPositions = true
+        line.run(PacedLine.epochs(5, length: .milliseconds(98)))
+        let before = line.reads.count
+        line.run(PacedLine.epochs(1, from: 5, length: .milliseconds(98)))
+        // 98 ms and a margin on either side do not fit in 100: a pause to a margin before the end.
+        #expect(Array(line.reads[before...].map(\.at).prefix(3)) == [500, 597, 598].map { Duration.milliseconds($0) })
+        #expect(line.pacer.overslept == 0)
     }
 
     @Test("no pause before the epoch's first position has come: the early TPV waits for nothing")
@@ -331,6 +381,8 @@ struct EpochProgressTests {
                 #expect(chunk.marks.endedEarlierEpoch == endedEarlier)
                 let endedAny = chunk.outputs.contains { if case .epoch = $0 { true } else { false } }
                 #expect(chunk.marks.endedEpoch == endedAny)
+                // The position of the epoch in progress went out early.
+                #expect(chunk.marks.sentEarlyPosition == (inProgress && positionOut))
                 // The next start needs nobody awake unless its position goes out early.
                 #expect(chunk.marks.nextStartIdle == (!inProgress && !(provisional && lastHadPosition)))
                 if chunk.marks.startedEpoch { starts += 1 }
