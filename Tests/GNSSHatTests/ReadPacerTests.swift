@@ -166,10 +166,10 @@ struct ReadPacerTests {
         #expect(line.pacer.pauses == 0)
         let before = line.reads.count
         line.run(PacedLine.epochs(3, from: 4))
-        // Each epoch: its start (the position) read as it comes, then a pause to the least margin past
-        // the longest length (80 + 1 ms): the rest of the epoch, its end included, in one read.
+        // Each epoch: its start (the position) read as it comes, then a pause to the end margin past
+        // the longest length (80 + 3 ms): the rest of the epoch, its end included, in one read.
         let reads = line.reads[before...].map(\.at)
-        #expect(Array(reads) == [400, 481, 500, 581, 600, 681].map { .milliseconds($0) })
+        #expect(Array(reads) == [400, 483, 500, 583, 600, 683].map { .milliseconds($0) })
         #expect(line.reads[before + 1].messages == 14)
         #expect(line.pacer.pauses == 3)
         #expect(line.pacer.endsMissed == 0)
@@ -182,14 +182,15 @@ struct ReadPacerTests {
         line.earlyPositions = true
         line.run(PacedLine.epochs(5))
         let before = line.reads.count
-        line.run(PacedLine.epoch(at: .milliseconds(500), length: .milliseconds(84)))
-        // The pause ends at 581, before the end at 584: that end is read when it comes.
-        #expect(Array(line.reads[before...].map(\.at).suffix(2)) == [.milliseconds(581), .milliseconds(584)])
+        line.run(PacedLine.epoch(at: .milliseconds(500), length: .milliseconds(86)))
+        // The pause ends at 583, before the end at 586: the rest is read as it comes, the end at 586.
+        let reads = line.reads[before...].map(\.at)
+        #expect(reads.last == .milliseconds(586) && reads.dropLast().contains { $0 >= .milliseconds(583) })
         #expect(line.pacer.endsMissed == 1)
-        #expect(line.pacer.lengths.max() == .milliseconds(84))
-        // Then past the new longest by the least margin: 600 + 84 + 1.
+        #expect(line.pacer.lengths.max() == .milliseconds(86))
+        // Then past the new longest by the end margin: 600 + 86 + 3.
         line.run(PacedLine.epoch(at: .milliseconds(600), length: .milliseconds(80)))
-        #expect(Array(line.reads.suffix(2).map(\.at)) == [.milliseconds(600), .milliseconds(685)])
+        #expect(Array(line.reads.suffix(2).map(\.at)) == [.milliseconds(600), .milliseconds(689)])
     }
 
     @Test("past the end only when the pause surely ends before the next start is due")
