@@ -156,10 +156,11 @@ struct BridgeMachine: Sendable {
     /// level, to learn whether the broker delivers that level to it at all.
     var probeTopic: String { settings.topics.demandPrefix + "gnss-hat-bridge-probe" }
 
-    /// Whether appending to the journal must reach the disk at once (`fdatasync`): always while the
-    /// broker is away or a message is still unacknowledged (then the journal is all there is), never
-    /// while every earlier record has been acknowledged (a power cut then loses at most the messages
-    /// of this one fix, in flight for a round trip).
+    /// Whether appending to the journal must reach the disk (`fdatasync`, once the bridge has handled
+    /// the events waiting, at most 32 fixes later: one sync per batch): always while the broker is
+    /// away or a message is still unacknowledged (then the journal is all there is), never while every
+    /// earlier record has been acknowledged (a power cut then loses at most the messages of this one
+    /// fix, in flight for a round trip).
     static func syncsAppend(published: Bool, pendingBefore: Int) -> Bool {
         !published || pendingBefore > 0
     }

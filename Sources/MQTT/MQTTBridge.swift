@@ -285,11 +285,12 @@ private final class JournalHandle: @unchecked Sendable {
 
 /// The bridge's events, handled one at a time and in order by whichever thread posts one while no
 /// other is handling: a post while another thread handles queues the event for that thread and
-/// returns at once. Events posted before the run is installed wait for it; after the run finished,
-/// events are dropped.
+/// returns at once (a sky view waiting is replaced by a newer one: ``BridgeBacklog``). Events posted
+/// before the run is installed wait for it; after the run finished, events are dropped.
 private final class BridgeInbox: Sendable {
     private struct State: Sendable {
-        var queue: [BridgeMachine.Event] = []
+        /// The events waiting, the sky views coalesced (``BridgeBacklog``).
+        var queue = BridgeBacklog()
         var run: BridgeRun?
         var handling = false
         var closed = false
@@ -331,26 +332,41 @@ private final class BridgeInbox: Sendable {
         if let run { drain(run) }
     }
 
-    /// Handles the queue until it is empty (events queued meanwhile by other threads included).
+    /// Handles the queue until it is empty (events queued meanwhile by other threads included), then
+    /// makes the journal's appends of the batch durable (``BridgeRun/syncIfDue()``) before going idle.
     private func drain(_ run: BridgeRun) {
-        while let event = state.withLock({ state -> BridgeMachine.Event? in
-            guard !state.closed, !state.queue.isEmpty else {
-                state.handling = false
-                state.changes &+= 1
-                return nil
+        while true {
+            let next = state.withLock { state -> BridgeMachine.Event? in
+                guard !state.closed else {
+                    state.handling = false
+                    state.changes &+= 1
+                    return nil
+                }
+                return state.queue.removeFirst()
             }
-            return state.queue.removeFirst()
-        }) {
+            guard let event = next else {
+                if state.withLock({ $0.closed }) { break }
+                // One fdatasync for the batch; events posted meanwhile are the next batch.
+                if run.syncIfDue() { continue }
+                let idle = state.withLock { state -> Bool in
+                    guard state.closed || state.queue.isEmpty else { return false }
+                    state.handling = false
+                    state.changes &+= 1
+                    return true
+                }
+                if idle { break } else { continue }
+            }
             run.handle(event)
             // Published before closing: once closed, the run belongs to the bridge's wind-up, whose
             // final statistics (stopped) must come last.
             run.bridge.handled(run.statistics)
             if run.finished {
+                _ = run.syncIfDue()
                 state.withLock { state in
                     state.closed = true
                     state.handling = false
                     state.changes &+= 1
-                    state.queue = []
+                    state.queue.removeAll()
                     state.run = nil
                 }
                 run.bridge.runClosed()
@@ -377,6 +393,8 @@ private final class BridgeRun: @unchecked Sendable {
     var finished = false
     /// Journal failures already reported (one line each kind until one succeeds again).
     var journalFailing = false
+    /// Fixes appended since the journal's last sync that must be made durable (``syncIfDue()``).
+    var unsyncedFixes = 0
     var droppedReported = 0
 
     init(bridge: MQTTBridge, journal: Journal, machine: BridgeMachine) {
@@ -518,13 +536,33 @@ private final class BridgeRun: @unchecked Sendable {
             }
         }
         if !appended.isEmpty, BridgeMachine.syncsAppend(published: published, pendingBefore: pendingBefore) {
-            do {
-                try journal.sync()
-            } catch {
-                failure = failure ?? error
-            }
+            // Synced once the inbox has no event left (or after `syncBatch` fixes): one fdatasync per
+            // batch, not per fix, so a slow disk slows the syncs, not the handling of every event.
+            unsyncedFixes += 1
         }
-        if let failure { journalFailed(failure) } else { journalSucceeded() }
+        if let failure {
+            journalFailed(failure)
+        } else if unsyncedFixes == 0 {
+            journalSucceeded()
+        }
+        if unsyncedFixes >= Self.syncBatch { _ = syncIfDue() }
+    }
+
+    /// The most fixes appended before their sync, while events keep coming.
+    static let syncBatch = 32
+
+    /// Makes the journal's appends durable (`fdatasync`) when a fix since the last sync needed it
+    /// (``BridgeMachine/syncsAppend(published:pendingBefore:)``). Returns whether it synced.
+    func syncIfDue() -> Bool {
+        guard unsyncedFixes > 0 else { return false }
+        unsyncedFixes = 0
+        do {
+            try journal.sync()
+            journalSucceeded()
+        } catch {
+            journalFailed(error)
+        }
+        return true
     }
 
     private func journalFailed(_ error: JournalError) {
