@@ -189,6 +189,15 @@ struct ReadPacer: Sendable {
         pausedThroughStart = false
         let throughEnd = pausedThroughEnd
         pausedThroughEnd = false
+        learn(marks, at: now, afterPause: afterPause, throughStart: throughStart, throughEnd: throughEnd)
+        return pause(after: marks, at: now)
+    }
+
+    /// What the chunk's `marks` teach: the epochs' lengths, the intervals between ends and between
+    /// starts, and whether the last pause (`afterPause`, through the start or the end) overslept.
+    private mutating func learn(
+        _ marks: EpochMarks, at now: Duration, afterPause: Bool, throughStart: Bool, throughEnd: Bool
+    ) {
         if marks.endedEpoch {
             if afterPause {
                 // The end waited in the kernel: no interval from it. After a pause through the start,
@@ -234,6 +243,10 @@ struct ReadPacer: Sendable {
             epochStart = throughStart ? nil : now
             pausedThisEpoch = throughStart
         }
+    }
+
+    /// The pause after a chunk with `marks` read at `now` (nil: read again at once).
+    private mutating func pause(after marks: EpochMarks, at now: Duration) -> Duration? {
         if marks.endedEpoch, marks.nextStartIdle, lastEnd == now, periods.count >= Self.epochsToLearn,
            let shortest = periods.min(), let longest = periods.max(),
            shortest - margin(spread: longest - shortest) <= longestPause
