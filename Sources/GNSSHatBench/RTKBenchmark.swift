@@ -53,8 +53,9 @@ enum RTKBenchmark {
             ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("gnss-hat")
         let script = URL(fileURLWithPath: environment["GNSSHAT_BENCH_RTK_RELAY"] ?? "scripts/bench/counting-relay.py")
-        for (path, what) in [(gnssHat.path, "gnss-hat (scripts/bench.sh builds it)"), ("/usr/sbin/gpsd", "Debian's gpsd"),
-                             ("/usr/bin/str2str", "Debian's rtklib")]
+        let needed = [(gnssHat.path, "gnss-hat (scripts/bench.sh builds it)"), ("/usr/sbin/gpsd", "Debian's gpsd"),
+                      ("/usr/bin/str2str", "Debian's rtklib")]
+        for (path, what) in needed
         where !FileManager.default.isExecutableFile(atPath: path) {
             throw Failure(description: "\(path) is missing: \(what); scripts/setup.sh installs the peers")
         }
@@ -92,7 +93,8 @@ enum RTKBenchmark {
 
     /// The caster, the feed, the relay, gpsd and ours, each listening.
     static func start(gnssHat: URL, script: URL, directory: URL, processes: inout [Process]) async throws -> Rig {
-        let tools = ServiceRun(stream: .nmea, watchers: 1, gnssHat: gnssHat, gpsd: URL(fileURLWithPath: "/usr/sbin/gpsd"),
+        let gpsd = URL(fileURLWithPath: "/usr/sbin/gpsd")
+        let tools = ServiceRun(stream: .nmea, watchers: 1, gnssHat: gnssHat, gpsd: gpsd,
                                epochs: ServiceBenchmark.measured, profile: nil)
         let caster = try RTKCaster(port: try tools.freePort())
         try await waitForPort(caster.port)
@@ -105,7 +107,7 @@ enum RTKBenchmark {
             ports.append(port)
         }
         let gpsdPort = try tools.freePort()
-        processes.append(try tools.launch(URL(fileURLWithPath: "/usr/sbin/gpsd"), [
+        processes.append(try tools.launch(gpsd, [
             "-N", "-S", "\(gpsdPort)", "ntrip://127.0.0.1:\(ports[1])/\(RTKCaster.mountpoint)",
         ]))
         let oursPort = try tools.freePort()
