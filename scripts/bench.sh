@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs all or the named benchmarks (signal, decode, energy, service, mqtt), each side by side with
+# Runs all or the named benchmarks (signal, decode, energy, service, mqtt, rtk), each side by side with
 # its peer in one run. Prints one line per comparison:
 #   bench NAME: ours=VALUE UNIT PEER=VALUE UNIT ratio=R target=T
 set -euo pipefail
@@ -16,4 +16,5 @@ if [ "$static" = yes ]; then
 fi
 export GNSSHAT_VENV_PYTHON=$PWD/.build/venv/bin/python
 export GNSSHAT_BENCH_MQTT_PEER=$PWD/scripts/bench/gpsd-mqtt-bridge.py
+export GNSSHAT_BENCH_RTK_RELAY=$PWD/scripts/bench/counting-relay.py
 exec .build/release/GNSSHatBench "$@"

@@ -94,7 +94,7 @@ if [[ " ${arches[*]} " == *" $native "* ]]; then
     expect_completion "gnss-hat serve --mqtt-p" "--mqtt-password-file "
     expect_completion "gnss-hat info --j" "--json "
     expect_completion "gnss-hat watch --board simulator-c" "simulator-cut-supply "
-    expect_completion "gnss-hat watch --board " "a.json adafruit-ultimate-gps d simulator simulator-cut-supply simulator-rtk sparkfun-gps-rtk2 sparkfun-zed-f9r-phat uputronics-gps-rtc waveshare-l76x waveshare-max-m8q "
+    expect_completion "gnss-hat watch --board " "a.json adafruit-ultimate-gps d simulator simulator-cut-supply simulator-rtk sparkfun-gps-rtk2 sparkfun-zed-f9r-phat uputronics-gps-rtc waveshare-l76x waveshare-lc29h waveshare-max-m8q "
     expect_completion "gnss-hat ttff --budget " ""
     expect_completion "gnss-hat decode " "- a.json b.txt d "
     expect_completion "gnss-hat serve --state-dir " "d "

@@ -388,6 +388,52 @@ not given (unverified)."
 }
 
 """#),
+        ("waveshare-lc29h", #"""
+{
+    "name": "waveshare-lc29h",
+    "title": "Waveshare LC29H GPS/RTK HAT",
+    "chip": { "family": "mtk", "model": "Quectel LC29H (Airoha AG3335)" },
+    "link": { "type": "uart", "path": "/dev/serial0", "baud": 115200 },
+    "power": {
+        "strategies": [],
+        "onWaitSeconds": 0.2,
+        "upTimeoutSeconds": 3,
+        "lingerSeconds": 10
+    },
+    "configuration": { "enabled": false, "periodSeconds": 1, "ackTimeoutSeconds": 1, "attempts": 3 },
+    "corrections": { "rtcm3": true, "rtkAccuracyMetres": 0.5 },
+    "currentMilliamps": { "volts": 3.3, "acquisition": null, "tracking": null, "standby": null, \#
+"backup": null },
+    "notes": [
+        "Quectel LC29H, a dual-band (L1 + L5) module on Airoha's AG3335 platform: NMEA 0183 out and \#
+RTCM 3 in on its UART, configured with Quectel's $PAIR and $PQTM sentences (LC29H Series GNSS \#
+Protocol Specification). The HAT is sold with several variants; RTCM 3 input and RTK need the rover \#
+variants LC29H(DA) or LC29H(BA): on (AA) or (CA) set corrections.rtcm3 to false, and (BS) is a base \#
+station that sends RTCM 3 rather than taking it.",
+        "UART: /dev/serial0 (the Pi's primary UART: /dev/ttyS0 on a Pi 4, /dev/ttyAMA0 on a Pi 5) \#
+at 115200 8N1, the module's default as tools for it use it (unverified against Waveshare's wiki \#
+here); speed detection finds another.",
+        "The chip family is mtk only because NMEA is what GNSSHat reads from it: the module speaks \#
+$PAIR, not $PMTK, so configuration is disabled and the module's own default output (GGA, RMC, GSA, \#
+GSV ...) is used as it is (unverified which sentences are on by default).",
+        "No power control: no enable, standby or reset line of the module was found routed to the \#
+header, and $PAIR's GNSS power-off/on is not a strategy GNSSHat has (unverified); the receiver \#
+stays on while the Pi is, so power.strategies is empty and a duty cycle saves no energy on this board.",
+        "No PPS line is given: whether the module's PPS reaches a header pin is unverified.",
+        "Time to RTK fixed is not given (no typicalTimeToFixedSeconds): Quectel advertises fast \#
+convergence for the (DA) variant, no figure checked here.",
+        "Current figures are not given (unverified)."
+    ],
+    "sources": [
+        "Waveshare wiki page LC29H(XX)_GPS/RTK_HAT (named by RTKBase issue 425; its pin table not read here)",
+        "Quectel LC29H Series GNSS Protocol Specification ($PAIR, $PQTM sentences), as quoted by \#
+RTKBase issue 425 and users' configuration scripts",
+        "the lc29h command-line tool's documentation on PyPI (variants AA, BA, CA, DA, BS; \#
+/dev/ttyS0 on a Pi 4, /dev/ttyAMA0 on a Pi 5; 115200 by default; AG3335 chip)"
+    ]
+}
+
+"""#),
         ("waveshare-max-m8q", #"""
 {
     "name": "waveshare-max-m8q",

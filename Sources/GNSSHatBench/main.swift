@@ -12,6 +12,8 @@ let benchmarks: [(name: String, summary: String, run: () async throws -> Void)] 
     ("service", "gnss-hat serve vs gpsd on the same pty stream: instructions and wake-ups per epoch, latency, memory, CPU", ServiceBenchmark.run),
     ("mqtt", "gnss-hat serve --mqtt vs gpsd + a Python gps/paho bridge: latency to a subscriber, CPU per fix",
      MQTTBenchmark.run),
+    ("rtk", "RTK corrections: bytes an NTRIP caster sends in a simulated day, serve --ntrip vs gpsd's ntrip://",
+     RTKBenchmark.run),
 ]
 
 var requested = Array(CommandLine.arguments.dropFirst())

@@ -2,6 +2,7 @@
 // the Receiver takes (GNSSHat does not import NTRIP: the command line builds the client and hands the
 // Receiver a signal of RTCM 3 frames), and whose GGA follows the receiver's fixes.
 import GNSSHat
+import GNSSHatSimulator
 import GNSSProtocol
 import NTRIP
 import Signals
@@ -21,7 +22,8 @@ struct CorrectionsLink: Sendable {
     static let details = """
         --ntrip connects to the caster only while the receiver is on, has a 3D fix, and some subscriber asks for
         an accuracy at or below the board's corrections.rtkAccuracyMetres (0.5 m by default; gpsd watchers with
-        "accuracy", watch with --accuracy); the connection closes 30 s after the last such subscriber leaves.
+        "accuracy", watch with --accuracy); the connection closes 30 s after the last such subscriber leaves
+        (under --speed N its timers run N times faster too, as the simulated receiver's).
         """
 
     /// The configuration `--ntrip` and `--ntrip-password-file` give (checked before any hardware is touched);
@@ -44,13 +46,18 @@ struct CorrectionsLink: Sendable {
         }
     }
 
-    /// A client of `configuration` attached to `receiver`; nil without one.
+    /// A client of `configuration` attached to `receiver`; nil without one. With `clock` (a simulated board run
+    /// faster, `--speed`), the client's timers (linger, data time-out, GGA, back-off) run on the receiver's
+    /// clock, so that the link lingers as long in the receiver's time as it would in real time.
     static func attach(
-        _ configuration: NTRIPConfiguration?, to receiver: Receiver, log: @escaping @Sendable (String) -> Void
+        _ configuration: NTRIPConfiguration?, to receiver: Receiver, clock: AcceleratedClock? = nil,
+        log: @escaping @Sendable (String) -> Void
     ) -> CorrectionsLink? {
         guard let configuration else { return nil }
         let feed = PositionFeed()
-        let client = NTRIPClient(configuration: configuration, log: { log("\($0)") }, position: feed)
+        let client = clock.map {
+            NTRIPClient(configuration: configuration, clock: $0, log: { log("\($0)") }, position: feed)
+        } ?? NTRIPClient(configuration: configuration, log: { log("\($0)") }, position: feed)
         // The GGA reports the receiver's latest position; observing does not keep the receiver on.
         let positions = receiver.fixes.observe(onValue: { fix in
             guard let position = Self.position(of: fix) else { return }

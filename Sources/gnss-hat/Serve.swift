@@ -65,7 +65,7 @@ enum ServeCommand: Subcommand {
         var board = try BoardChoice.load(arguments)
         if let minimumOff { board.power.minimumOffTime = minimumOff }
         let (receiver, clock) = try makeReceiver(board: board, speed: speed, linger: linger, arguments)
-        let corrections = CorrectionsLink.attach(ntrip, to: receiver) { line in
+        let corrections = CorrectionsLink.attach(ntrip, to: receiver, clock: clock) { line in
             standardError("gnss-hat serve: \(line)")
         }
         let source = GPSDSource.receiver(receiver)

@@ -67,7 +67,7 @@ enum WatchCommand: Subcommand {
         let json = arguments.flag("json") || !StandardStream.output.isTerminal
         let demand = every.map { FixDemand.every($0, accuracy: accuracy) }
             ?? accuracy.map { FixDemand(horizontalAccuracy: $0) }
-        let corrections = CorrectionsLink.attach(ntrip, to: receiver) { line in
+        let corrections = CorrectionsLink.attach(ntrip, to: receiver, clock: clock) { line in
             Terminal.write(2, "gnss-hat watch: \(line)\n")
         }
         let session = WatchSession(

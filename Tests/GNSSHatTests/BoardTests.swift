@@ -20,7 +20,7 @@ struct BoardFileTests {
         let expected = [
             "adafruit-ultimate-gps", "custom-template", "simulator", "simulator-cut-supply", "simulator-rtk",
             "sparkfun-gps-rtk2", "sparkfun-zed-f9r-phat",
-            "uputronics-gps-rtc", "waveshare-l76x", "waveshare-max-m8q",
+            "uputronics-gps-rtc", "waveshare-l76x", "waveshare-lc29h", "waveshare-max-m8q",
         ]
         #expect(boardFiles == expected)
     }
@@ -111,7 +111,8 @@ struct BoardErrorTests {
         arguments: [
             ("custom-template", false), ("simulator-cut-supply", false), ("simulator", true), ("simulator-rtk", true),
             ("adafruit-ultimate-gps", true), ("uputronics-gps-rtc", true), ("waveshare-l76x", true),
-            ("waveshare-max-m8q", true), ("sparkfun-gps-rtk2", true), ("sparkfun-zed-f9r-phat", true),
+            ("waveshare-lc29h", true), ("waveshare-max-m8q", true), ("sparkfun-gps-rtk2", true),
+            ("sparkfun-zed-f9r-phat", true),
         ])
     func offKeepsBackup(name: String, keeps: Bool) throws {
         let board = try #require(try BoardCatalog.builtIn(name))
