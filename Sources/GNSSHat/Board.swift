@@ -267,7 +267,7 @@ public struct Board: Sendable, Hashable {
         public var typicalTimeToFixed: Duration?
 
         /// The planner's assumption when neither the board nor a measurement says (an assumption, not
-        /// a published figure: see docs/rtk.md).
+        /// a published figure: see docs/ntrip.md).
         public static let defaultTimeToRTKFixed: Duration = .seconds(60)
 
         public init(rtcm3: Bool = false, rtkAccuracy: Double = Corrections.defaultRTKAccuracy,
@@ -303,7 +303,7 @@ public struct Board: Sendable, Hashable {
         public var course: Double
         /// With RTCM 3 corrections flowing (a station position and observations): how long until RTK
         /// float, and until RTK fixed, from the first usable corrections (an assumption: no vendor
-        /// publishes a time to fixed; see docs/rtk.md).
+        /// publishes a time to fixed; see docs/ntrip.md).
         public var rtkFloat: Duration
         public var rtkFixed: Duration
 

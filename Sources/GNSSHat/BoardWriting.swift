@@ -31,6 +31,11 @@ extension Board {
             w.seconds("ackTimeoutSeconds", configuration.ackTimeout)
             w.int("attempts", configuration.attempts)
         }
+        w.object("corrections") { w in
+            w.bool("rtcm3", corrections.rtcm3)
+            w.number("rtkAccuracyMetres", corrections.rtkAccuracy)
+            if let typical = corrections.typicalTimeToFixed { w.seconds("typicalTimeToFixedSeconds", typical) }
+        }
         w.object("currentMilliamps") { w in
             w.number("volts", current.volts)
             w.optionalNumber("acquisition", current.acquisition)
@@ -96,6 +101,8 @@ extension Board {
         w.number("altitude", simulation.altitude)
         w.number("speed", simulation.speed)
         w.number("course", simulation.course)
+        w.seconds("rtkFloatSeconds", simulation.rtkFloat)
+        w.seconds("rtkFixedSeconds", simulation.rtkFixed)
     }
 }
 

@@ -72,9 +72,7 @@ extension HardwareSession {
             plan.withLock { $0.statistics.aidingSkipped += 1 }
             return false
         }
-        var machine = AidingRestoreMachine(
-            state: state, family: family, clock: now, clockError: clockError,
-            settings: AidingRestoreMachine.Settings(ackTimeout: board.configuration.ackTimeout))
+        var machine = AidingRestoreMachine(state: state, family: family, clock: now, clockError: clockError)
         let report = await converse(
             transport: transport, start: { machine.start(now: $0) },
             received: { machine.received($0, now: $1) }, timer: { machine.timerFired(generation: $0, now: $1) })
@@ -86,10 +84,11 @@ extension HardwareSession {
         return report.timeSent || report.positionAccuracy != nil || report.recordsAccepted > 0
     }
 
-    /// MON-VER and SEC-UNIQID, polled up to three times, the board's acknowledgement time-out (a second
-    /// by default) apart: who the receiver is. A receiver whose supply was just switched on may not
-    /// listen yet when the first poll goes out (it boots in up to about a second, longer on a busy
-    /// machine), and a poll it missed is lost.
+    /// MON-VER and SEC-UNIQID, polled up to three times a second apart: who the receiver is. A
+    /// receiver whose supply was just switched on may not listen yet when the first poll goes out (it
+    /// boots in up to about a second, longer on a busy machine), and a poll it missed is lost. (Not
+    /// the board's acknowledgement time-out: a restore that waits long for a lost poll delays the
+    /// power-on's end, and the aiding only saves seconds.)
     private func pollIdentity(transport: any Transport) async -> AidingIdentity? {
         var mark = log.mark
         do {
@@ -98,12 +97,12 @@ extension HardwareSession {
                 mark = log.mark
                 try await send(UBX.poll(.secUNIQID), through: transport)
                 try await send(UBX.poll(.monVER), through: transport)
-                version = try await firstMessage(after: mark, within: board.configuration.ackTimeout, where: {
+                version = try await firstMessage(after: mark, within: .seconds(1), where: {
                     if case .ubx(.monVER) = $0 { true } else { false }
                 })
             }
             guard case .ubx(.monVER(let monver))? = version else { return nil }
-            let unique = try await firstMessage(after: mark, within: board.configuration.ackTimeout / 2, where: {
+            let unique = try await firstMessage(after: mark, within: .milliseconds(500), where: {
                 if case .ubx(.secUniqID) = $0 { true } else { false }
             })
             var uniqueID: [UInt8]?

@@ -2,7 +2,7 @@
 // the port's RTCM 3 input is enabled), a reference station (1005/1006) and MSM observations move its
 // solution from 3D to DGNSS at once, to RTK float after `rtkFloat` and to RTK fixed after `rtkFixed`
 // of corrections flowing; corrections older than the DGNSS timeout drop it back to 3D. RXM-RTCM says
-// which messages it used. The timings are assumptions (docs/rtk.md): no vendor publishes a time to fixed.
+// which messages it used. The timings are assumptions (docs/ntrip.md): no vendor publishes a time to fixed.
 import GNSSHat
 import GNSSProtocol
 

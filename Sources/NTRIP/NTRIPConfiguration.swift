@@ -57,7 +57,9 @@ public struct NTRIPConfiguration: Sendable {
     /// No RTCM frame for this long (from the attempt's start, or the last frame): the link is dead.
     public var dataTimeout: Duration
     public var backoff: NTRIPBackoff
-    /// How long the connection stays up after the last subscriber leaves (see ``SignalConfiguration``).
+    /// How long the connection stays up after the last subscriber leaves (see ``SignalConfiguration``):
+    /// 10 s by default, enough for a demand that comes straight back (and no reconnect faster than a
+    /// caster's rules allow), short beside a duty cycle's minutes off, when nothing uses the corrections.
     public var linger: Duration
     /// The CA certificates (PEM) a TLS caster's certificate must chain to; nil: the system's store.
     public var caFile: String?
@@ -65,7 +67,7 @@ public struct NTRIPConfiguration: Sendable {
     public init(
         caster: CasterURL, passwordFile: String? = nil, version: NTRIPVersion = .v2, softwareVersion: String,
         ggaInterval: Duration? = .seconds(10), dataTimeout: Duration = .seconds(15), backoff: NTRIPBackoff = .init(),
-        linger: Duration = .seconds(30), caFile: String? = nil
+        linger: Duration = .seconds(10), caFile: String? = nil
     ) {
         self.caster = caster
         self.passwordFile = passwordFile

@@ -22,7 +22,7 @@ struct CorrectionsLink: Sendable {
     static let details = """
         --ntrip connects to the caster only while the receiver is on, has a 3D fix, and some subscriber asks for
         an accuracy at or below the board's corrections.rtkAccuracyMetres (0.5 m by default; gpsd watchers with
-        "accuracy", watch with --accuracy); the connection closes 30 s after the last such subscriber leaves
+        "accuracy", watch with --accuracy); the connection closes 10 s after the last such subscriber leaves
         (under --speed N its timers run N times faster too, as the simulated receiver's).
         """
 
