@@ -136,14 +136,14 @@ struct AnswerReader: Sendable {
         if head.code == 401 {
             return .unauthorized(user: user, mountpoint: mountpoint ?? "/", statusLine: head.statusLine)
         }
-        if head.code == 403 || head.reason.lowercased().contains("ban") { return .banned(head.statusLine) }
+        if head.code == 403 || head.reason.lowercased().containsBytes(of: "ban") { return .banned(head.statusLine) }
         return .refused(head.statusLine)
     }
 
     /// A broken answer; a caster's own first line that speaks of a ban is a ban.
     static func failure(_ error: NTRIPResponseError) -> NTRIPError {
         switch error {
-        case .unrecognisedStatusLine(let line) where line.lowercased().contains("ban"): .banned(line)
+        case .unrecognisedStatusLine(let line) where line.lowercased().containsBytes(of: "ban"): .banned(line)
         // The caster closed in the middle of a chunk (it went away): no broken answer.
         case .truncated: .closedByCaster
         default: .malformedAnswer(error)

@@ -44,7 +44,7 @@ public struct NTRIPResponseHead: Sendable, Hashable {
 
     /// `Transfer-Encoding: chunked` (NTRIP 2 streams).
     public var isChunked: Bool {
-        field("Transfer-Encoding")?.lowercased().contains("chunked") ?? false
+        field("Transfer-Encoding")?.lowercased().containsBytes(of: "chunked") ?? false
     }
 
     /// `Content-Length`, when given as a number.
@@ -58,7 +58,7 @@ public struct NTRIPResponseHead: Sendable, Hashable {
         switch status {
         case .sourcetable: true
         case .icy: false
-        case .http: code == 200 && (field("Content-Type")?.lowercased().contains("sourcetable") ?? false)
+        case .http: code == 200 && (field("Content-Type")?.lowercased().containsBytes(of: "sourcetable") ?? false)
         }
     }
 
