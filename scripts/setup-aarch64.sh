@@ -67,10 +67,10 @@ cached_deb() {
 }
 
 # 1. The build root.
-# libgpiod-dev and libmosquitto-dev (amd64): SwiftPM also resolves the package's system libraries for
+# libgpiod-dev, libmosquitto-dev and libssl-dev (amd64): SwiftPM also resolves the package's system libraries for
 # the host (the tools destination of a cross build); without their .pc files in the root every build
 # warns "you may be able to install libgpiod using your system-packager", which build-static.sh fails on.
-ROOT_PACKAGES="swiftlang libc6-dev g++ pkg-config cmake make dpkg-dev file libgpiod-dev libmosquitto-dev"
+ROOT_PACKAGES="swiftlang libc6-dev g++ pkg-config cmake make dpkg-dev file libgpiod-dev libmosquitto-dev libssl-dev"
 if [ "$(cat "$A64_ROOT/.gnsshat-packages" 2>/dev/null)" != "$ROOT_PACKAGES" ]; then
     command -v debootstrap >/dev/null || die "debootstrap is missing (scripts/setup.sh installs it)"
     if [ ! -x "$A64_ROOT/usr/bin/apt-get" ]; then

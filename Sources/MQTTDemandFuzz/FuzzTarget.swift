@@ -59,7 +59,11 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard actions == expected, machine.consumers[consumer] == demand else {
             fatalError("a valid demand did not begin or update its consumer")
         }
-        let written = Array((demand.interval.map { "{\"interval\":\($0)}" } ?? "{}").utf8)
+        if let accuracy = demand.accuracy, !(0.001...100_000).contains(accuracy) {
+            fatalError("a demand's accuracy is out of range")
+        }
+        let members = [demand.interval.map { "\"interval\":\($0)" }, demand.accuracy.map { "\"accuracy\":\($0)" }]
+        let written = Array(("{" + members.compactMap { $0 }.joined(separator: ",") + "}").utf8)
         guard (try? ConsumerDemand(payload: written)) == demand else { fatalError("a demand does not round-trip") }
     case .failure(let error):
         guard actions == [.rejected(consumer: consumer, topic: topic, error)], machine.consumers == before else {
