@@ -3,9 +3,10 @@
 # GNSSProtocol differential tests and the fuzzers, the libgpiod v2 build, the concurrent parts under
 # ThreadSanitizer, the static binary, the emulated hardware-in-loop rig in QEMU, the amd64 Debian
 # package, an hour of churn, the network faults and the journal's crash test. Beside those, from the
-# end of the debug build on, the same on the Pi's CPU runs as a second lane (scripts/test-aarch64-lane.sh: Debian's Swift 6.2 cross
-# toolchain, the static binary, every test target under qemu-user, the rig on Debian's arm64 kernel,
-# the arm64 package), its output in .build/test-aarch64-lane.log and its step lines here. Each step
+# end of the debug build on, the same on the Pi's CPU runs as a second lane
+# (scripts/test-aarch64-lane.sh: Debian's Swift 6.2 cross toolchain, the static binary, every test
+# target under qemu-user, the rig on Debian's arm64 kernel, the arm64 package), its output in
+# .build/test-aarch64-lane.log and its step lines here. Each step
 # prints the time since the start; the summary at the end lists each step's own time, both lanes'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
