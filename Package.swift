@@ -83,7 +83,7 @@ let package = Package(
         // Test doubles for users of the library: GNSSHat's public API, the simulator, no Testing.
         .target(
             name: "GNSSHatTesting",
-            dependencies: ["Signals", "GNSSHat", "GNSSHatSimulator", "LinuxSystem", "PiHardware"]
+            dependencies: ["Signals", "GNSSHat", "GNSSHatSimulator", "GNSSProtocol", "LinuxSystem", "PiHardware"]
         ),
 
         // Executables.
@@ -149,8 +149,8 @@ let package = Package(
         .testTarget(
             name: "GPSDTests",
             dependencies: [
-                "GPSD", "GPSDProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "Signals", "LinuxSystem",
-                "PiHardware", "CLinuxShims", "TestSupport",
+                "GPSD", "GPSDProtocol", "GNSSHat", "GNSSHatSimulator", "GNSSHatTesting", "GNSSProtocol", "Signals",
+                "LinuxSystem", "PiHardware", "CLinuxShims", "TestSupport",
             ]
         ),
         .testTarget(

@@ -73,13 +73,15 @@ public struct GPSDSource: Sendable {
     /// act before it exits.
     public var shutdown: @Sendable () async -> Void
     /// For a client that watches with `"interval"` (GNSSHat's extension): the TPV reports of a fix
-    /// at least every interval, a signal whose subscription lets the receiver save power in between.
-    /// Nil: such a client watches `events` like any other.
-    public var scheduled: (@Sendable (Duration) -> RefCountedSignal<GPSDEvent>)?
-    /// For a client that watches with `"accuracy"` (GNSSHat's extension): a hold that carries its demand (its
-    /// interval, if any, and the accuracy) to the receiver, so that an RTK accuracy brings corrections in.
-    /// Nil: the accuracy is ignored.
-    public var demandHold: (@Sendable (_ interval: Duration?, _ accuracy: Double) -> SignalToken)?
+    /// at least every interval (with `"accuracy"` too, the first fix at least that accurate once one is
+    /// due), a signal whose subscription lets the receiver save power in between and carries the accuracy
+    /// to it, so that an RTK accuracy brings corrections in. Nil: such a client watches `events` like any
+    /// other.
+    public var scheduled: (@Sendable (_ interval: Duration, _ accuracy: Double?) -> RefCountedSignal<GPSDEvent>)?
+    /// For a client that watches every epoch with `"accuracy"` (GNSSHat's extension): a hold that carries
+    /// the accuracy to the receiver, so that an RTK accuracy brings corrections in. Nil: the accuracy is
+    /// ignored.
+    public var demandHold: (@Sendable (_ accuracy: Double) -> SignalToken)?
     /// Whether any watcher wants `.sentence` and `.frame` events (the server updates it).
     public let passThroughDemand: PassThroughDemand
 

@@ -50,20 +50,6 @@ extension GPSDSource {
             }
             token?.cancel()
         }
-        // One signal per interval, shared by every client that watches with it.
-        let scheduledViews = Lock<[Duration: RefCountedSignal<GPSDEvent>]>([:])
-        let scheduled: @Sendable (Duration) -> RefCountedSignal<GPSDEvent> = { interval in
-            scheduledViews.withLock { views in
-                if let view = views[interval] { return view }
-                let view = receiver.fixes(every: interval).map { fix -> GPSDEvent in
-                    var buffer: [UInt8] = []
-                    GPSDReport.appendTPV(fix, device: path, to: &buffer)
-                    return .tpv(buffer)
-                }
-                views[interval] = view
-                return view
-            }
-        }
         var source = GPSDSource(
             device: device,
             events: events,
@@ -90,11 +76,32 @@ extension GPSDSource {
             },
             passThroughDemand: demand
         )
-        source.scheduled = scheduled
-        source.demandHold = { interval, accuracy in
-            receiver.fixes(for: FixDemand(interval: interval, horizontalAccuracy: accuracy)).hold()
+        source.scheduled = scheduledViews(of: receiver, path: path)
+        source.demandHold = { accuracy in
+            receiver.fixes(for: FixDemand(horizontalAccuracy: accuracy)).hold()
         }
         return source
+    }
+
+    /// The TPVs of a client that watches with an interval (and maybe an accuracy): one signal per interval
+    /// and accuracy, shared by every client that watches with them.
+    private static func scheduledViews(of receiver: Receiver, path: String)
+        -> @Sendable (Duration, Double?) -> RefCountedSignal<GPSDEvent>
+    {
+        let views = Lock<[FixDemand: RefCountedSignal<GPSDEvent>]>([:])
+        return { interval, accuracy in
+            let demand = FixDemand.every(interval, accuracy: accuracy)
+            return views.withLock { views in
+                if let view = views[demand] { return view }
+                let view = receiver.fixes(for: demand).map { fix -> GPSDEvent in
+                    var buffer: [UInt8] = []
+                    GPSDReport.appendTPV(fix, device: path, to: &buffer)
+                    return .tpv(buffer)
+                }
+                views[demand] = view
+                return view
+            }
+        }
     }
 }
 

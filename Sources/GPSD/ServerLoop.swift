@@ -11,10 +11,10 @@ private let signalsToken: UInt64 = 1
 private let firstListenerToken: UInt64 = 16
 private let firstClientToken: UInt64 = 1 << 20
 
-/// The demand a client's hold carries (`?WATCH` "interval" and "accuracy").
-struct HeldDemand: Equatable {
-    var interval: Duration?
-    var accuracy: Double
+/// What a client's scheduled subscription was made for (`?WATCH` "interval" and "accuracy").
+struct ScheduledWatch: Equatable {
+    var interval: Duration
+    var accuracy: Double?
 }
 
 /// One connection, as the loop sees it.
@@ -24,11 +24,12 @@ final class Client {
     var session = ClientSession()
     /// The client's subscription of the source while it watches.
     var token: SignalToken?
-    /// The interval the subscription was made for (`?WATCH` "interval"; nil: every epoch).
-    var subscribedInterval: Duration?
-    /// The hold that carries the client's `"accuracy"` to the receiver, and the demand it was made for.
+    /// The schedule the subscription was made for (`?WATCH` "interval" and "accuracy"; nil: every epoch).
+    var subscribedSchedule: ScheduledWatch?
+    /// For a client that watches every epoch: the hold that carries its `"accuracy"` to the receiver,
+    /// and the accuracy it was made for.
     var demandToken: SignalToken?
-    var heldDemand: HeldDemand?
+    var heldAccuracy: Double?
     /// The subscription ended with an error; a new one is tried after a pause.
     var awaitsResubscription = false
     /// Registered for writability with the poller.
@@ -302,9 +303,11 @@ final class ServerLoop: @unchecked Sendable {
     /// go straight from the source's thread to the client's channel.
     private func updateSubscription(_ client: Client) {
         let wants = client.session.wantsSubscription && !stopping
-        let interval = server.source.scheduled == nil ? nil : client.session.policy.interval
-        // A new interval is a new subscription (its demand differs): the old one ends first.
-        if wants, let token = client.token, client.subscribedInterval != interval {
+        let policy = client.session.policy
+        let schedule = server.source.scheduled == nil
+            ? nil : policy.interval.map { ScheduledWatch(interval: $0, accuracy: policy.accuracy) }
+        // A new interval or accuracy is a new subscription (its demand differs): the old one ends first.
+        if wants, let token = client.token, client.subscribedSchedule != schedule {
             client.token = nil
             token.cancel()
         }
@@ -314,8 +317,9 @@ final class ServerLoop: @unchecked Sendable {
             let channel = client.channel
             let id = client.id
             let path = device.path
-            let signal = interval.flatMap { server.source.scheduled?($0) } ?? server.source.events
-            client.subscribedInterval = interval
+            let signal = schedule.flatMap { server.source.scheduled?($0.interval, $0.accuracy) }
+                ?? server.source.events
+            client.subscribedSchedule = schedule
             client.token = signal.subscribe(
                 onValue: { event in
                     memory.record(event)
@@ -336,22 +340,21 @@ final class ServerLoop: @unchecked Sendable {
         updateDemandHold(client, wants: wants && client.token != nil)
     }
 
-    /// Holds the client's `"accuracy"` demand while it watches (a new interval or accuracy is a new hold).
+    /// Holds the `"accuracy"` demand of a client that watches every epoch (a new accuracy is a new hold).
+    /// A scheduled subscription carries its accuracy itself, and its fixes are the accurate ones.
     private func updateDemandHold(_ client: Client, wants: Bool) {
-        let wanted = wants ? client.session.policy.accuracy.map {
-            HeldDemand(interval: client.subscribedInterval, accuracy: $0)
-        } : nil
-        guard wanted != client.heldDemand else { return }
+        let wanted = wants && client.subscribedSchedule == nil ? client.session.policy.accuracy : nil
+        guard wanted != client.heldAccuracy else { return }
         releaseDemandHold(client)
         guard let wanted, let hold = server.source.demandHold else { return }
-        client.heldDemand = wanted
-        client.demandToken = hold(wanted.interval, wanted.accuracy)
+        client.heldAccuracy = wanted
+        client.demandToken = hold(wanted)
     }
 
     private func releaseDemandHold(_ client: Client) {
         let token = client.demandToken
         client.demandToken = nil
-        client.heldDemand = nil
+        client.heldAccuracy = nil
         token?.cancel()
     }
 

@@ -1,7 +1,10 @@
-// The gpsd service's view of a Receiver: its DEVICE activity follows the hardware's power.
+// The gpsd service's view of a Receiver: its DEVICE activity follows the hardware's power; a watcher's
+// interval and accuracy reach the receiver's demand, and its TPVs are the accurate fixes.
+import Foundation
 import GNSSHat
 import GNSSHatSimulator
 import GNSSHatTesting
+import GNSSProtocol
 import GPSD
 import LinuxSystem
 import Signals
@@ -35,5 +38,38 @@ import Testing
         for await value in activity { active.append(value) }
         // Off at first, then on and off again for each of the three fixes.
         #expect(active == [false, true, false, true, false, true, false], "\(seen.withLock { $0 })")
+    }
+
+    @Test("a WATCH with \"interval\" and an RTK \"accuracy\" gets the accurate fix: RTK fixed on simulator-rtk",
+          .timeLimit(.minutes(2)))
+    func scheduledWatchWithAccuracyGetsRTK() async throws {
+        let clock = ManualClock()
+        let board = try #require(try BoardCatalog.builtIn("simulator-rtk"))
+        let hat = try SimulatedHat(board: board, clock: clock, connection: .pseudoTerminal, timing: .driven)
+        let receiver = Receiver(on: hat)
+        let driver = HatDriver(hat: hat, clock: clock, receiver: receiver)
+        let corrections = FakeCorrections(clock: clock, linger: .seconds(5))
+        receiver.useCorrections(corrections.signal)
+        let scheduled = try #require(GPSDSource.receiver(receiver).scheduled)
+
+        // As a ?WATCH with "interval":600,"accuracy":0.02: the view's demand carries the accuracy, the
+        // corrections are subscribed, and the TPV waits for a 2 cm fix (a 3D fix comes first and is not it).
+        let watcher = scheduled(.seconds(600), 0.02).subscribe(buffering: .bounded(4))
+        let line = try await driver.run(limit: .seconds(180)) { () async throws -> [UInt8] in
+            let feeder = Task {
+                for try await fix in receiver.fixes.subscribe() where fix.hasPosition { corrections.sendEpoch(fix) }
+            }
+            defer { feeder.cancel() }
+            for try await event in watcher { if case .tpv(let line) = event { return line } }
+            throw CancellationError()
+        }
+        let tpv = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+        #expect(tpv["status"] as? Int == 3, "RTK fixed, as gpsd numbers it: \(String(decoding: line, as: UTF8.self))")
+        #expect(try #require(tpv["eph"] as? Double) <= 0.02)
+        #expect(tpv["dgpsSta"] as? Int == FakeCorrections.station)
+        #expect(corrections.starts == 1)
+        watcher.cancel()
+        await receiver.shutdown()
+        await hat.shutdown()
     }
 }

@@ -63,7 +63,7 @@ struct ServerTests {
         let scheduled = FakeSource()
         let asked = Lock<[Duration]>([])
         var source = fake.source()
-        source.scheduled = { interval in
+        source.scheduled = { interval, _ in
             asked.withLock { $0.append(interval) }
             return scheduled.signal
         }
@@ -97,8 +97,8 @@ struct ServerTests {
         let held = FakeSource()
         let asked = Lock<[String]>([])
         var source = fake.source()
-        source.demandHold = { interval, accuracy in
-            asked.withLock { $0.append("\(interval.map { "\($0)" } ?? "every epoch") \(accuracy) m") }
+        source.demandHold = { accuracy in
+            asked.withLock { $0.append("every epoch \(accuracy) m") }
             return held.signal.hold()
         }
         let server = try makeServer(source)
@@ -119,6 +119,44 @@ struct ServerTests {
         #expect(asked.withLock { $0 } == ["every epoch 0.02 m"])
         await server.shutdown()
         #expect(fake.power.violations.isEmpty && held.power.violations.isEmpty)
+    }
+
+    @Test("a WATCH with \"interval\" and \"accuracy\" watches the scheduled signal for both, and holds nothing else")
+    func intervalAndAccuracyWatch() async throws {
+        let fake = FakeSource()
+        let scheduled = FakeSource()
+        let asked = Lock<[String]>([])
+        var source = fake.source()
+        source.scheduled = { interval, accuracy in
+            asked.withLock { $0.append("\(interval) \(accuracy.map { "\($0) m" } ?? "any accuracy")") }
+            return scheduled.signal
+        }
+        source.demandHold = { accuracy in
+            asked.withLock { $0.append("hold \(accuracy) m") }
+            return fake.signal.hold()
+        }
+        let server = try makeServer(source)
+        let hub = try ClientHub()
+        defer { hub.stop() }
+        let client = try hub.connect(to: server.addresses[0])
+        _ = try await client.object()
+
+        // The fixes this client gets are the accurate ones: the accuracy is the scheduled signal's, not a hold's.
+        try client.send("?WATCH={\"enable\":true,\"json\":true,\"interval\":600,\"accuracy\":0.02};\n")
+        #expect(try await client.classes(2) == ["DEVICES", "WATCH"])
+        await scheduled.power.waitUntil(on: true)
+        #expect(asked.withLock { $0 } == ["600.0 seconds 0.02 m"])
+        #expect(!fake.power.isOn, "no hold, no every-epoch events")
+
+        // A new accuracy is a new scheduled subscription; dropping the interval turns the accuracy into a hold.
+        try client.send("?WATCH={\"enable\":true,\"json\":true,\"interval\":600,\"accuracy\":5};\n")
+        _ = try await client.classes(2)
+        try client.send("?WATCH={\"enable\":true,\"json\":true,\"interval\":0,\"accuracy\":5};\n")
+        await fake.power.waitUntil(on: true)
+        await scheduled.power.waitUntil(on: false)
+        #expect(asked.withLock { $0 } == ["600.0 seconds 0.02 m", "600.0 seconds 5.0 m", "hold 5.0 m"])
+        await server.shutdown()
+        #expect(fake.power.violations.isEmpty && scheduled.power.violations.isEmpty)
     }
 
     @Test("nmea and raw watchers get sentences; raw 1 hex-dumps binary frames, raw 2 passes them through")
