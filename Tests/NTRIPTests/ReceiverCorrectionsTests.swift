@@ -32,9 +32,23 @@ struct ReceiverCorrectionsTests {
         let driver = HatDriver(hat: hat, clock: clock, receiver: receiver, alsoWaitingFor: [inFlight])
         // The client's timers (its 5 s linger) run on the rig's manual clock, moved by this test.
         let rig = try ClientRig(url: "ntrip://rover@127.0.0.1:\(port)/MOUNT", version: .v1, linger: .seconds(5))
-        receiver.useCorrections(rig.client.corrections.map(configuration: SignalConfiguration(replay: .none)) {
-            inFlight.arrived()
-            return $0.frame
+        // The client's frames, counted as they arrive; when the Receiver lets go, frames still on their way are
+        // no longer waited for (nobody takes them).
+        let upstream = Lock<SignalToken?>(nil)
+        receiver.useCorrections(RefCountedSignal(configuration: SignalConfiguration(replay: .none), clock: clock) {
+            emitter in
+            inFlight.accept(true)
+            let token = rig.client.corrections.subscribe(onValue: { frame in
+                inFlight.arrived()
+                emitter.send(frame.frame)
+            })
+            upstream.withLock { $0 = token }
+        } stop: {
+            upstream.withLock { token in
+                defer { token = nil }
+                return token
+            }?.cancel()
+            inFlight.accept(false)
         })
 
         // A subscriber asking no accuracy: fixes, and no connection to the caster.
@@ -86,20 +100,10 @@ struct ReceiverCorrectionsTests {
         #expect(try establishedConnections(port: port) == 1)
         rig.clock.advance(by: .milliseconds(100))
         // The client's stop runs (the socket closed, its end awaited): the caster's side is no longer established.
-        // (Moved on in steps, at most 5 s more: a late fix may still have re-planned the feed once, and a linger
-        // entered again ends 5 s after that.)
-        var extra = Duration.zero
-        while rig.client.corrections.state != .idle && rig.client.corrections.state != .stopping
-            && extra < .seconds(5)
-        {
-            rig.clock.advance(by: .milliseconds(100))
-            extra += .milliseconds(100)
-            await Task.yield()
-        }
         for await state in rig.client.corrections.stateChanges() where state == .idle { break }
         try await rig.reports.line(containing: "disconnected from")
-        if extra > .zero { print("the client's signal went idle \(extra) after the first linger's end") }
         #expect(try establishedConnections(port: port) == 0)
+        #expect(rig.client.corrections.statistics.starts == 1, "one connection for the one 2 cm subscriber")
 
         coarse.cancel()
         _ = try? await driver.run { await receiver.shutdown() }
@@ -160,9 +164,11 @@ func establishedConnections(port: Int) throws -> Int {
 }
 
 /// RTCM frames written to the caster and not yet handed to the Receiver: a part of the system the
-/// HatDriver waits for, so that simulated time does not run on while frames cross the sockets.
+/// HatDriver waits for, so that simulated time does not run on while frames cross the sockets. Only while
+/// the Receiver takes corrections: frames sent or on their way when it stops are not waited for.
 final class FramesInFlight: ActivityReporting, CustomStringConvertible {
     private struct State {
+        var accepting = false
         var sent = 0
         var arrived = 0
         var changes: UInt64 = 0
@@ -172,8 +178,16 @@ final class FramesInFlight: ActivityReporting, CustomStringConvertible {
 
     private let state = Lock(State())
 
-    func sent(_ count: Int) { change { $0.sent += count } }
+    func sent(_ count: Int) { change { if $0.accepting { $0.sent += count } } }
     func arrived() { change { $0.arrived += 1 } }
+
+    /// The Receiver's corrections subscription began (true) or ended (false: what is on its way is dropped).
+    func accept(_ accepting: Bool) {
+        change { state in
+            state.accepting = accepting
+            state.arrived = state.sent
+        }
+    }
 
     private func change(_ body: (inout State) -> Void) {
         let waiters = state.withLock { state in
