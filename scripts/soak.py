@@ -15,7 +15,9 @@ Checks, each printed with its rule; the exit status is 1 when one fails:
     number and kind, from /proc/PID/fd) are exactly the idle set taken before the first client;
   - threads back to the idle count at the end (polled for up to 30 s of real time: the runtime's idle workers
     take a few seconds to leave);
-  - the receiver off after the last subscriber (the bridge's retained power topic, and the service's log);
+  - the receiver off after the last subscriber: the bridge's retained power topic off because the linger
+    ended (a duty cycle's sleep between fixes says off too, while a subscriber still holds the receiver),
+    no consumer's demand left on the broker, and none present in the service's summary at its stop;
   - power-ons: at most a quarter failed (or 3), a few being the accelerated clock's acknowledgement waits.
 """
 import argparse
@@ -197,47 +199,72 @@ class Service:
 
 
 class Monitor:
-    """One MQTT client of the driver's own: watches the retained power topic and publishes the consumers'
-    demands (retained, QoS 1)."""
+    """One MQTT client of the driver's own: watches the retained power topic, publishes the consumers'
+    demands (retained, QoS 1) and keeps the demands the broker holds (the consumers' own, and their wills'
+    empty messages clearing them)."""
 
     def __init__(self, port):
         import paho.mqtt.client as mqtt
 
-        self.states = []  # (real time, state)
+        self.states = []  # (real time, state, reason)
+        self.demands = {}  # consumer: its demand as the broker holds it now (empty ones removed)
         self.lock = threading.Condition()
         self.client = mqtt.Client(client_id="soak-monitor", clean_session=True)
-        self.client.on_connect = lambda c, u, f, rc: c.subscribe(POWER_TOPIC, qos=1)
+        self.client.on_connect = lambda c, u, f, rc: c.subscribe([(POWER_TOPIC, 1), (DEMAND_PREFIX + "+", 1)])
         self.client.on_message = self._message
         self.client.connect("127.0.0.1", port, keepalive=30)
         self.client.loop_start()
 
     def _message(self, client, userdata, message):
+        if message.topic.startswith(DEMAND_PREFIX):
+            with self.lock:
+                name = message.topic[len(DEMAND_PREFIX):]
+                if message.payload:
+                    self.demands[name] = message.payload.decode(errors="replace")
+                else:
+                    self.demands.pop(name, None)
+            return
         try:
-            state = json.loads(message.payload).get("state")
+            power = json.loads(message.payload)
         except ValueError:
             return
         with self.lock:
-            self.states.append((time.monotonic(), state))
+            self.states.append((time.monotonic(), power.get("state"), power.get("reason")))
             self.lock.notify_all()
 
     @property
     def state(self):
+        """The power topic's state and reason: "off (linger ended)"."""
         with self.lock:
-            return self.states[-1][1] if self.states else None
+            return f"{self.states[-1][1]} ({self.states[-1][2]})" if self.states else None
 
     def power_ons(self):
         with self.lock:
-            return sum(1 for _, state in self.states if state == "powering on")
+            return sum(1 for _, state, _ in self.states if state == "powering on")
 
-    def wait_state(self, wanted, limit):
+    # Off with nobody holding the receiver: not a duty cycle's sleep between fixes (which says "off"
+    # too, while a subscriber still holds it) nor a failure's (the holders claim it again).
+    RELEASED = {("off", "initial"), ("off", "linger ended")}
+
+    @property
+    def released(self):
+        with self.lock:
+            return bool(self.states) and self.states[-1][1:] in self.RELEASED
+
+    def wait_released(self, limit):
         deadline = time.monotonic() + limit
         with self.lock:
-            while not self.states or self.states[-1][1] != wanted:
+            while not self.states or self.states[-1][1:] not in self.RELEASED:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
                 self.lock.wait(remaining)
             return True
+
+    def demands_left(self):
+        """The demands the broker still holds: {consumer: payload}."""
+        with self.lock:
+            return dict(self.demands)
 
     def demand(self, name, payload):
         info = self.client.publish(DEMAND_PREFIX + name, payload, qos=1, retain=True)
@@ -307,28 +334,57 @@ class GpsdClient:
 
 class MqttConsumer:
     """A consumer as the README shows it: a mosquitto_sub on the TPV topic whose will (empty, retained) ends
-    its demand, and a retained demand message. It leaves by clearing its demand, or dies (SIGKILL)."""
+    its demand, and a retained demand message, published once the broker has accepted the subscriber's
+    connection (and so holds its will). It leaves by clearing its demand, or dies (SIGKILL).
+
+    Publishing the demand before then was this driver's bug: a consumer killed within its first few
+    milliseconds had no will at the broker, so its demand stayed retained and the service, rightly,
+    kept the receiver on for it (a retained demand is presence until it is cleared)."""
+
+    CONNECT_LIMIT = 10  # real seconds
 
     def __init__(self, name, port, monitor, demand, work):
         self.name = name
         self.monitor = monitor
         self.output = os.path.join(work, f"consumer-{name}.txt")
         with open(self.output, "w") as out:
+            # -d: the client's protocol log (its CONNACK) on standard output, line-buffered by stdbuf; the
+            # TPVs are counted in the same file, and no debug line holds a TPV's class.
             self.process = subprocess.Popen(
-                ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-i", f"soak-{name}", "-t", TPV_TOPIC,
-                 "--will-topic", DEMAND_PREFIX + name, "--will-retain", "--will-qos", "1"],
+                ["stdbuf", "-oL", "mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", str(port), "-i", f"soak-{name}",
+                 "-t", TPV_TOPIC, "--will-topic", DEMAND_PREFIX + name, "--will-retain", "--will-qos", "1"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL)
-        self.change(demand)
+        self.connected = self.wait_connected()
+        if self.connected:
+            self.change(demand)
+
+    def wait_connected(self):
+        """Whether the broker accepted the subscriber (its CONNACK) within CONNECT_LIMIT real seconds."""
+        deadline = time.monotonic() + self.CONNECT_LIMIT
+        while time.monotonic() < deadline and self.process.poll() is None:
+            with open(self.output, "rb") as handle:
+                if b" received CONNACK (0)" in handle.read():
+                    return True
+            time.sleep(0.002)
+        return False
 
     def change(self, interval):
-        self.monitor.demand(self.name, "{}" if interval is None else json.dumps({"interval": interval}))
+        if self.connected:
+            self.monitor.demand(self.name, "{}" if interval is None else json.dumps({"interval": interval}))
 
     def close(self, how):
-        if how == "abrupt":
+        if how == "abrupt" or not self.connected:
             self.process.kill()
         else:
             self.monitor.demand(self.name, None)
+            # mosquitto_sub (2.0.11) disconnects from its SIGTERM handler, which can deadlock on the
+            # library's lock (seen before the CONNACK): then it dies as a killed one would, its demand
+            # already cleared.
             self.process.terminate()
+            try:
+                self.process.wait(2)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
         self.process.wait()
         with open(self.output, "rb") as handle:
             count = handle.read().count(b'"class":"TPV"')
@@ -397,9 +453,13 @@ class Soak:
         conf = os.path.join(self.work, "mosquitto.conf")
         with open(conf, "w") as handle:
             handle.write(f"listener {self.broker_port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                         f"max_queued_messages 100000\nlog_dest file {self.work}/broker.log\n")
-        self.broker = subprocess.Popen(["mosquitto", "-c", conf], stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         "max_queued_messages 100000\nlog_dest stdout\n")
+        # The broker's log (who connected, whose will went out) beside the service's: written by this
+        # process, since Mosquitto started as root runs as its own user and cannot open a file here.
+        self.broker_log = os.path.join(self.out, "broker.log")
+        with open(self.broker_log, "w") as log:
+            self.broker = subprocess.Popen(["mosquitto", "-c", conf], stdin=subprocess.DEVNULL,
+                                           stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -415,7 +475,7 @@ class Soak:
         self.service.wait_for("listening on ", 20)
         self.origin = time.monotonic()
         self.monitor = Monitor(self.broker_port)
-        if not self.monitor.wait_state("off", 10):
+        if not self.monitor.wait_released(10):
             raise SystemExit("soak: no retained power state 'off' from the bridge at the start")
 
     def sample(self, clients):
@@ -463,6 +523,9 @@ class Soak:
                         selector.register(client.sock, selectors.EVENT_READ, client)
                     else:
                         mqtt[name] = MqttConsumer(name, self.broker_port, self.monitor, detail["demand"], self.work)
+                        if not mqtt[name].connected:
+                            self.failures.append(f"consumer {name}: its mosquitto_sub did not connect within "
+                                                 f"{MqttConsumer.CONNECT_LIMIT} s")
                 elif kind == "change":
                     self.changes += 1
                     if name in gpsd and gpsd[name].kind in ("gpsd", "gpsd-interval"):
@@ -477,7 +540,7 @@ class Soak:
                         self.delivered_gpsd += client.tpvs
                     elif name in mqtt:
                         self.delivered_mqtt += mqtt.pop(name).close(detail["how"])
-            if gap is not None and self.monitor.state == "off" and not (gap.fds_matched and gap.threads_matched):
+            if gap is not None and self.monitor.released and not (gap.fds_matched and gap.threads_matched):
                 gap.look(self.service.pid, self.idle_fds, self.idle_threads_after)
             if now >= next_sample:
                 self.sample(len(gpsd) + len(mqtt))
@@ -529,10 +592,11 @@ class Soak:
     def finish(self):
         # The receiver off after the last subscriber: the bridge's retained power state, then the log.
         linger_limit = 30
-        off = self.monitor.wait_state("off", linger_limit)
+        off = self.monitor.wait_released(linger_limit)
         say(f"after the last client: the bridge's power state is '{self.monitor.state}'")
         if not off:
             self.failures.append(f"the receiver was not off {linger_limit} s after the last client")
+        self.demands_left()
         # Threads and descriptors back to the idle sets.
         idle_threads = self.idle_threads_after or self.idle_threads
         if idle_threads != self.idle_threads:
@@ -566,7 +630,11 @@ class Soak:
         if status_code != 0:
             self.failures.append(f"gnss-hat serve exited with status {status_code}")
         receiver = self.service.matching("gnss-hat serve: receiver: ")
-        bridge = self.service.matching("fixes journaled")
+        bridge = self.service.matching("fixes journaled") + self.service.matching("present at the stop")
+        held = [line for line in bridge if "present at the stop" in line and not line.endswith(": none")]
+        if held:
+            self.failures.append("the service still counted consumers present at its stop: "
+                                 + held[0].split("present at the stop: ", 1)[1])
         failed = self.service.matching("receiver failed")
         self.monitor.stop()
 
@@ -607,8 +675,8 @@ class Soak:
         say(f"clients: {self.sessions} sessions, {self.changes} demand changes; {self.dropped_by_service} gpsd "
             "clients closed by the service")
         say(f"fixes delivered: {self.delivered_gpsd} TPVs to gpsd clients, {self.delivered_mqtt} to MQTT consumers")
-        say(f"sessions on the power topic ('powering on'): {self.monitor.power_ons()} (it stays 'on' while a duty "
-            "cycle has the receiver off between fixes; the service's count below is every power-on)")
+        say(f"power-ons on the power topic ('powering on', a duty cycle's wakes included): "
+            f"{self.monitor.power_ons()} (the service's own count is below)")
         for line in receiver + bridge:
             say("the service said: " + line.removeprefix("gnss-hat serve: "))
         say(f"receiver failures in the log: {len(failed)}" + (f" (first: {failed[0]})" if failed else ""))
@@ -617,6 +685,22 @@ class Soak:
         self.plot()
         for failure in self.failures:
             say("FAILED: " + failure)
+
+    def demands_left(self):
+        """Every consumer has left, so the broker must hold no demand: one left is a consumer the service
+        must still count as present (a retained demand is one until it is cleared), and says whether its
+        mosquitto_sub ever connected (without a connection the broker holds no will to clear it)."""
+        left = self.monitor.demands_left()
+        if not left:
+            say("demands left on the broker after the last client: none")
+            return
+        with open(self.broker_log, errors="replace") as handle:
+            log = handle.read()
+        described = [f"{name} {payload} (its mosquitto_sub "
+                     + ("connected" if f" as soak-{name} " in log else "never connected: no will") + ")"
+                     for name, payload in sorted(left.items())]
+        say(f"demands left on the broker after the last client: {', '.join(described)}")
+        self.failures.append(f"{len(left)} consumers' demands outlived them on the broker (see {self.broker_log})")
 
     def power_on_failures(self, receiver):
         """The power-ons that failed, by reason. The receiver's waits (an acknowledgement's second per

@@ -352,7 +352,14 @@ extension HardwareSession {
             plan.planSince = now
             plan.choice = PowerPlanChoice(plan: .off, reason: "nobody needs a fix", candidates: [])
         }
-        await powerOffForPlan(hardwarePower.takeStopReason())
+        let reason = hardwarePower.takeStopReason()
+        if plan.withLock({ $0.hardwareOn }) {
+            await powerOffForPlan(reason)
+        } else if hardwarePower.current.reason == .dutyCycleSleep {
+            // Off already, between a duty cycle's fixes: no wake follows now, and the observers (the MQTT
+            // power topic) must not go on saying that one will.
+            recordPower(hardwarePower.current.power, reason)
+        }
         setEmitter(nil)
         updatePlan { $0.phase = .off }
     }

@@ -81,10 +81,12 @@ enum ServeCommand: Subcommand {
             throw CommandFailure(.failure, "\(error)")
         }
         await server.waitUntilStopped()
+        // Whose retained demand still held the receiver (the bridge's stop ends them all).
+        let present = bridge?.statistics.consumers ?? [:]
         await corrections?.stop(receiver)
         // The receiver is off: the bridge says so, says offline, and keeps what the broker lacks.
         await bridge?.stop()
-        if verbose { summarize(receiver.statistics, bridge?.statistics) }
+        if verbose { summarize(receiver.statistics, bridge?.statistics, consumersAtStop: present) }
         // The last power-off may have failed (an output line that could not be driven even after
         // its retries): then the receiver may still draw power, and the exit status says so.
         if let failure = receiver.statistics.powerOffFailure {
@@ -186,9 +188,13 @@ enum ServeCommand: Subcommand {
     }
 
     /// What the run counted, for a soak or a fault test reading the log: the receiver's power-ons and
-    /// time powered (on its clock: simulated time under --speed), and what the bridge journaled, the
-    /// broker acknowledged and the journal still holds.
-    static func summarize(_ receiver: ReceiverStatistics, _ bridge: MQTTBridgeStatistics?) {
+    /// time powered (on its clock: simulated time under --speed), what the bridge journaled, the
+    /// broker acknowledged and the journal still holds, and the consumers present at the stop (a
+    /// demand nobody cleared keeps the receiver on: a forgotten `mosquitto_pub -r`, a consumer that
+    /// died before its will was set).
+    static func summarize(
+        _ receiver: ReceiverStatistics, _ bridge: MQTTBridgeStatistics?, consumersAtStop: [String: ConsumerDemand]
+    ) {
         let firstFixes = receiver.timesToFirstFix.compactMap { $0 }.sorted()
         let median = firstFixes.isEmpty ? "none" : SimulatedSeconds.format(
             SimulatedSeconds.value(firstFixes[firstFixes.count / 2])) + " s"
@@ -200,6 +206,19 @@ enum ServeCommand: Subcommand {
         standardError("gnss-hat serve: mqtt: \(bridge.fixes) fixes journaled, \(bridge.acknowledged) records "
             + "acknowledged, \(bridge.journalPending) left in the journal, \(bridge.journalDropped) dropped by its "
             + "limits, \(bridge.refused) refused")
+        standardError("gnss-hat serve: mqtt: " + describe(consumersAtStop))
+    }
+
+    /// "consumers present at the stop: 2 (a: a fix every 60 s; b)", or "...: none".
+    static func describe(_ consumersAtStop: [String: ConsumerDemand]) -> String {
+        guard !consumersAtStop.isEmpty else { return "consumers present at the stop: none" }
+        let each = consumersAtStop.sorted { $0.key < $1.key }.map { name, demand in
+            let asked = [demand.interval.map { "a fix every \($0) s" }, demand.accuracy.map { "\($0) m" }]
+                .compactMap { $0 }
+            return asked.isEmpty ? name : "\(name): \(asked.joined(separator: ", "))"
+        }
+        return "consumers present at the stop: \(consumersAtStop.count) (\(each.joined(separator: "; "))), "
+            + "each a retained demand that held the receiver"
     }
 
     static func standardError(_ line: String) {

@@ -98,14 +98,40 @@ struct HardwarePowerTests {
                 "\(ours.count) reported, \(hats.count) the hat's, \(powerOns) power-ons, \(dutyCycles) duty cycles")
         // The same instants: the manual clock does not move within a power sequence's line changes.
         #expect(ours == hats, "reported \(ours), the hat had \(hats)")
-        // Each power cycle in order, a duty cycle's wake and sleep; the shutdown finds the hardware off.
+        // Each power cycle in order, a duty cycle's wake and sleep; the shutdown finds the hardware off, and
+        // says that no wake follows.
         let cycle: [HardwarePower] = [.poweringOn, .on, .poweringOff, .off]
         #expect(reported.first == HardwarePowerChange(power: .off, reason: .initial, at: .zero))
-        #expect(Array(reported.dropFirst().map(\.power)) == Array(repeating: cycle, count: ours.count).flatMap { $0 })
+        #expect(reported.last.map { $0.power == .off && [.shutdown, .lingerEnded].contains($0.reason) } == true,
+                "\(reported)")
+        #expect(Array(reported.dropFirst().dropLast().map(\.power))
+                    == Array(repeating: cycle, count: ours.count).flatMap { $0 })
         let wakes = reported.filter { $0.power == .poweringOn }
         #expect(wakes.allSatisfy { $0.reason == .dutyCycleWake }, "\(wakes)")
-        let sleeps = reported.filter { $0.power == .off && $0.reason != .initial }
+        let sleeps = reported.dropLast().filter { $0.power == .off && $0.reason != .initial }
         #expect(sleeps.count == 6 && sleeps.allSatisfy { $0.reason == .dutyCycleSleep }, "\(sleeps)")
+    }
+
+    @Test("the last subscriber leaving between a duty cycle's fixes: the hardware, off already, says the linger ended")
+    func lastSubscriberLeavesDuringADutyCycleSleep() async throws {
+        let rig = try Rig(connection: .inProcess)
+        let changes = rig.receiver.hardwarePowerChanges()
+        let fixes = rig.receiver.fixes(every: .seconds(600)).subscribe()
+        await rig.driver.advance(by: .seconds(300))
+        #expect(rig.receiver.hardwarePower.power == .off && rig.receiver.hardwarePower.reason == .dutyCycleSleep)
+        let powerOns = rig.receiver.statistics.powerOns
+        fixes.cancel()
+        // Past the linger, and well before the fix that was due at 600 s.
+        try await rig.runUntil { $0 == .off }
+        await rig.driver.advance(by: .seconds(30))
+        // Off as before, no wake to come, and the change says so (the MQTT power topic publishes it: it
+        // went on saying "duty cycle sleep" with nobody there).
+        let now = rig.receiver.hardwarePower
+        #expect(now.power == .off && now.reason == .lingerEnded, "\(now)")
+        #expect(rig.receiver.statistics.powerOns == powerOns && !rig.powerIsOn && rig.hat.receiver.mode == .off)
+        let reported = await rig.shutdown(collecting: changes)
+        let after = reported.drop { $0.reason != .dutyCycleSleep || $0.power != .off }
+        #expect(after.map(\.reason) == [.dutyCycleSleep, .lingerEnded], "\(reported)")
     }
 
     @Test("the receiver's own power save: reported when it takes it and when it leaves it; the supply never drops")

@@ -222,6 +222,33 @@ import TestSupport
         #expect(try broker.subscribeOnce("gnss-hat/pi1/power")
                     == [#"{"state":"off","powered":false,"reason":"linger ended"}"#])
         #expect(serve.stop() == 0)
+        try await serve.daemon.line(containing: "mqtt: consumers present at the stop: none")
+    }
+
+    @Test func aRetainedDemandNobodyClearsHoldsTheReceiverAndTheStopNamesIt() async throws {
+        let broker = try TestBroker()
+        let state = try TestPaths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: state) }
+        let serve = try await connectedServe(broker, state: state)
+        let demand = "gnss-hat/pi1/demand/forgotten"
+        let login = ["-h", "127.0.0.1", "-p", "\(broker.port)", "-u", consumerUser, "-P", consumerPassword]
+        // What a consumer killed before its subscriber had connected leaves behind: its demand, and no
+        // will at the broker to clear it. A retained demand is presence until cleared (the README's
+        // `mosquitto_pub -r`), so the receiver stays on, and the stop says whose demand held it.
+        try runTool("/usr/bin/mosquitto_pub", package: "mosquitto-clients",
+                    login + ["-r", "-q", "1", "-t", demand, "-m", #"{"interval":60}"#])
+        try await serve.daemon.line(containing: "mqtt: consumer forgotten present (a fix every 60 s)")
+        try await serve.daemon.line(containing: "mqtt: receiver on")
+        #expect(serve.stop() == 0)
+        let named = try await serve.daemon.line(containing: "mqtt: consumers present at the stop: ")
+        #expect(named.hasSuffix("consumers present at the stop: 1 (forgotten: a fix every 60 s), each a retained "
+                                + "demand that held the receiver"), "\(named)")
+        #expect(!serve.mqttLines.contains("receiver off (linger ended)"), "\(serve.mqttLines)")
+        // The service leaves a consumer's demand to the consumer: it is still on the broker.
+        let left = try CommandRun.run(
+            executable: TestPaths.tool("/usr/bin/mosquitto_sub", package: "mosquitto-clients"),
+            login + ["-t", demand, "--retained-only", "-W", "1"])
+        #expect(left.out == #"{"interval":60}"# + "\n", "\(left.out)")
     }
 
     @Test func theREADMEsConsumerOfMosquittoToolsPowersTheReceiverUntilItsSubscriberDies() async throws {
