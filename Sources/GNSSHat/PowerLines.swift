@@ -17,7 +17,23 @@ enum LineRole: String, Sendable, CaseIterable, CustomStringConvertible {
 final class PowerLines: Sendable {
     let board: Board
     let gpio: any GPIOLines
-    private let outputs = Lock<[LineRole: any OutputLine]>([:])
+
+    /// A line that went away with its chip while held: the error, and the level it was last driven to,
+    /// where it stays until the chip comes back (a pin keeps its level when its controller goes).
+    struct LostLine: Sendable {
+        let error: GPIOError
+        let wasAsserted: Bool
+    }
+
+    private struct Held {
+        var outputs: [LineRole: any OutputLine] = [:]
+        /// The level each held output was last driven to (asserted or not).
+        var driven: [LineRole: Bool] = [:]
+        /// Lines lost with their chip, until they are requested again.
+        var lost: [LineRole: LostLine] = [:]
+    }
+
+    private let held = Lock(Held())
     private let ppsSource = Lock<(any EdgeEventSource)?>(nil)
 
     init(board: Board, gpio: any GPIOLines) {
@@ -39,11 +55,15 @@ final class PowerLines: Sendable {
     /// (off, running, not in reset) from the start. Throws the first failure, typed.
     func acquire() throws(ReceiverError) {
         for role in LineRole.allCases {
-            guard let line = line(for: role), outputs.withLock({ $0[role] == nil }) else { continue }
+            guard let line = line(for: role), held.withLock({ $0.outputs[role] == nil }) else { continue }
             do {
                 let output = try gpio.output(
                     board.gpio.address(line), initiallyActive: false, activeLow: line.activeLow)
-                outputs.withLock { $0[role] = output }
+                held.withLock { held in
+                    held.outputs[role] = output
+                    held.driven[role] = false
+                    held.lost[role] = nil
+                }
             } catch let error as GPIOError {
                 throw .gpio(role: role.description, error)
             } catch {
@@ -52,30 +72,58 @@ final class PowerLines: Sendable {
         }
     }
 
-    /// Drives a line (asserted: its function on). A line that has gone away is dropped, so the
-    /// next power-on requests it again.
+    /// Drives a line (asserted: its function on). A line whose chip has gone away takes every line
+    /// with it (see ``dropAll(_:)``); until they are requested again, driving one away from the level
+    /// it was left at throws the error it went away with: a power-off cannot switch off a supply it
+    /// lost hold of, and must say so every time.
     func set(_ role: LineRole, asserted: Bool) throws(ReceiverError) {
-        guard let output = outputs.withLock({ $0[role] }) else { return }
+        let (output, lost) = held.withLock { ($0.outputs[role], $0.lost[role]) }
+        guard let output else {
+            if let lost, lost.wasAsserted != asserted { throw .gpio(role: role.description, lost.error) }
+            return
+        }
         do {
             try output.setActive(asserted)
+            held.withLock { $0.driven[role] = asserted }
         } catch {
             let gpioError = (error as? GPIOError) ?? .unsupported("\(error)", device: output.name)
-            if gpioError.deviceIsGone { outputs.withLock { $0[role] = nil } }
+            if gpioError.deviceIsGone { dropAll(gpioError) }
             throw .gpio(role: role.description, gpioError)
         }
     }
 
+    /// A line is gone: the board's lines are all on one chip, and a handle of a removed chip stays
+    /// dead even once the chip is back. All are dropped and closed (each remembered as lost at the
+    /// level it was last driven to), so that the next power-on requests them again from the chip
+    /// that comes back; the PPS source too, which its loop, if one runs, lets go of when it ends.
+    private func dropAll(_ error: GPIOError) {
+        let dropped = held.withLock { held -> [any OutputLine] in
+            for role in held.outputs.keys {
+                held.lost[role] = LostLine(error: error, wasAsserted: held.driven[role] ?? false)
+            }
+            defer {
+                held.outputs.removeAll()
+                held.driven.removeAll()
+            }
+            return Array(held.outputs.values)
+        }
+        for line in dropped {
+            (line as? GPIOOutputLine)?.release()
+        }
+        dropPPS()
+    }
+
     /// Whether the board has, and this object holds, the line.
     func holds(_ role: LineRole) -> Bool {
-        outputs.withLock { $0[role] != nil }
+        held.withLock { $0.outputs[role] != nil }
     }
 
     /// Each held output line's role and its logical value read back from the line (nil when
     /// the read fails), in role order.
     func levels() -> [(role: LineRole, asserted: Bool?)] {
-        let held = outputs.withLock { $0 }
+        let outputs = held.withLock { $0.outputs }
         return LineRole.allCases.compactMap { role in
-            guard let line = held[role] else { return nil }
+            guard let line = outputs[role] else { return nil }
             return (role, try? line.isActive())
         }
     }
@@ -102,9 +150,9 @@ final class PowerLines: Sendable {
 
     /// Releases everything (the Receiver is shutting down).
     func releaseAll() {
-        let released = outputs.withLock { outputs -> [any OutputLine] in
-            defer { outputs.removeAll() }
-            return Array(outputs.values)
+        let released = held.withLock { held -> [any OutputLine] in
+            defer { held = Held() }
+            return Array(held.outputs.values)
         }
         for line in released {
             (line as? GPIOOutputLine)?.release()

@@ -62,6 +62,20 @@ struct DDCSimModule {
         try SysFile.write(String(transfers), to: "\(Self.attributes)/nak_next")
     }
 
+    /// The not-acknowledged transfers still to come (`nak_next`).
+    func naksPending() throws -> Int {
+        guard let count = Int(try SysFile.text("\(Self.attributes)/nak_next")) else {
+            throw ScenarioFailure("\(Self.attributes)/nak_next is not a number")
+        }
+        return count
+    }
+
+    /// The error a NAK returns from now on (`nak_errno`): EREMOTEIO (the default), ENXIO, EIO,
+    /// ETIMEDOUT or EAGAIN.
+    func setNAKErrno(_ errno: Errno) throws {
+        try SysFile.write(String(errno.rawValue), to: "\(Self.attributes)/nak_errno")
+    }
+
     /// Queues values the next count reads report instead of the real count ("bit15" sets bit 15).
     func queueBogusCounts(_ values: [String]) throws {
         try SysFile.write(values.joined(separator: " "), to: "\(Self.attributes)/bogus_counts")
@@ -72,7 +86,7 @@ struct DDCSimModule {
         try SysFile.write(String(bytes), to: "\(Self.attributes)/ff_after")
     }
 
-    /// The module's counters (transfers, naks, stream_bytes, host_bytes, pending, ...).
+    /// The module's counters (transfers, naks, stream_bytes, host_bytes, unplugged, pending, ...).
     func stats() throws -> [String: UInt64] {
         var result: [String: UInt64] = [:]
         for line in try SysFile.text("\(Self.attributes)/stats").split(separator: "\n") {

@@ -41,6 +41,8 @@ final class HatSimulator: Sendable {
         var transfersAtPowerOff: UInt64?
         var outputBytes = 0
         var droppedOutput = 0
+        /// How many times the line files went away (the chip's driver unbound).
+        var lineOutages = 0
         var failure: String?
     }
 
@@ -104,6 +106,8 @@ final class HatSimulator: Sendable {
     var droppedOutput: Int { state.withLock { $0.droppedOutput } }
     /// Why the simulator's own I/O failed, if it did.
     var failure: String? { state.withLock { $0.failure } }
+    /// How many times the simulated chip's line files went away (its driver unbound) while watched.
+    var lineOutages: Int { state.withLock { $0.lineOutages } }
 
     /// Stops the receiver and the threads; returns once they have ended.
     func stop() async {
@@ -142,28 +146,35 @@ final class HatSimulator: Sendable {
         }
     }
 
+    /// Follows GNSS_PWR_EN and GNSS_RESET_N while their sysfs files exist. When the chip's driver is
+    /// unbound the files go away: the pins stay where they were (a pin keeps its level when its
+    /// controller's driver goes), so the receiver keeps its supply and reset, and the files are opened
+    /// again once the driver is back (every pin then at its pull).
+    private func watchLines() {
+        var present = true
+        while running {
+            let power = try? SysFile.open(powerPath, O_RDONLY)
+            let reset = try? SysFile.open(resetPath, O_RDONLY)
+            var lost = true
+            if let power, let reset {
+                present = true
+                lost = !followLines(power: power, reset: reset)
+            }
+            if let power { close(power) }
+            if let reset { close(reset) }
+            if lost && present { state.withLock { $0.lineOutages += 1 } }
+            present = !lost
+            if lost { _ = poll(nil, 0, 20) }
+        }
+    }
+
     /// Follows GNSS_PWR_EN (high: supply on) and GNSS_RESET_N (low: held in reset), woken by the
     /// module's sysfs notification; reset is applied before the supply so that a receiver
-    /// powered while held in reset does not boot until it is released.
-    private func watchLines() {
-        let power: Int32
-        let reset: Int32
-        do {
-            power = try SysFile.open(powerPath, O_RDONLY)
-            reset = try SysFile.open(resetPath, O_RDONLY)
-        } catch {
-            fail("cannot watch the lines: \(error)")
-            return
-        }
-        defer {
-            close(power)
-            close(reset)
-        }
+    /// powered while held in reset does not boot until it is released. Returns true when stopped,
+    /// false when a level cannot be read (the files went away).
+    private func followLines(power: Int32, reset: Int32) -> Bool {
         while running {
-            guard let on = Self.level(power), let resetHigh = Self.level(reset) else {
-                fail("cannot read the line levels")
-                return
-            }
+            guard let on = Self.level(power), let resetHigh = Self.level(reset) else { return false }
             let (changeReset, changePower) = state.withLock { state -> (Bool?, Bool?) in
                 var changes: (Bool?, Bool?) = (nil, nil)
                 if state.inReset == resetHigh {
@@ -190,6 +201,7 @@ final class HatSimulator: Sendable {
                                pollfd(fd: reset, events: Int16(POLLPRI | POLLERR), revents: 0)]
             _ = poll(&descriptors, 2, 50)
         }
+        return true
     }
 
     /// A line's physical level (pread at offset 0 also re-arms the change notification).

@@ -3,13 +3,22 @@
 // path) with plain libgpiod calls;
 // PiHardwareScenarios.swift runs the real PiHardware drivers against the simulated hat;
 // ReceiverScenarios.swift runs the real Receiver (power follows subscriptions over DDC and
-// UART, NAK storm, busy line) against a simulated receiver played from outside by HatSimulator.
+// UART, NAK storm, busy line) against a simulated receiver played from outside by HatSimulator;
+// the fault scenarios make the kernel take the hardware away under a streaming Receiver (the DDC
+// adapter unbound, I2C time-outs, the GPIO chip unbound).
 import CGPIOD
 import LinuxSystem
 import PiHardware
 
 /// Every scenario, in run order.
-let scenarios: [Scenario] = rigScenarios + piHardwareScenarios + receiverScenarios
+let scenarios: [Scenario] = rigScenarios + piHardwareScenarios + receiverScenarios + faultScenarios
+
+/// Faults at the hardware seam made by the guest's kernel while a Receiver streams over DDC (one file each).
+let faultScenarios: [Scenario] = [
+    Scenario("receiver.ddc-adapter-unplugged") { try await checkAdapterUnplugged() },
+    Scenario("receiver.ddc-timeout-bursts") { try await checkI2CTimeoutBursts() },
+    Scenario("receiver.gpio-chip-vanishes") { try await checkGPIOChipVanishes() },
+]
 
 /// The rig's own scenarios: plain C calls, no project code.
 let rigScenarios: [Scenario] = [

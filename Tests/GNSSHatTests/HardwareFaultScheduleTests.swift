@@ -66,15 +66,30 @@ struct FaultyHat: ReceiverHardware {
     }
 }
 
-/// Whether the GPIO chip is there.
+/// Whether the GPIO chip is there. As with a real chip, a line requested before the chip went away is
+/// dead for good: it keeps failing after the chip is back (the kernel's handle belongs to the removed
+/// chip), and only a new request reaches the chip that came back.
 final class GPIOChipPresence: Sendable {
-    private let gone = Lock(false)
-    var isGone: Bool { gone.withLock { $0 } }
-    func setGone(_ value: Bool) { gone.withLock { $0 = value } }
+    private struct State {
+        var gone = false
+        /// How many times the chip went away: the lines of an earlier generation are dead.
+        var generation = 0
+    }
+    private let state = Lock(State())
+    var isGone: Bool { state.withLock { $0.gone } }
+    var generation: Int { state.withLock { $0.generation } }
+    func setGone(_ value: Bool) {
+        state.withLock { state in
+            if value && !state.gone { state.generation += 1 }
+            state.gone = value
+        }
+    }
 
-    /// What libgpiod reports for a call on a chip that went away (`ENODEV`), as PiHardware types it.
-    func check(_ call: String) throws(GPIOError) {
-        if isGone { throw .vanished(FailedCall(call: call, device: "gpiochip0", errno: .noSuchDevice)) }
+    /// What libgpiod reports for a call on a chip that went away (`ENODEV`), as PiHardware types it:
+    /// while the chip is gone, or for a line requested from an earlier generation of it.
+    func check(_ call: String, requestedIn generation: Int? = nil) throws(GPIOError) {
+        let dead = state.withLock { state in state.gone || generation.map { $0 != state.generation } == true }
+        if dead { throw .vanished(FailedCall(call: call, device: "gpiochip0", errno: .noSuchDevice)) }
     }
 }
 
@@ -97,21 +112,23 @@ struct VanishingGPIO: GPIOLines {
     }
 }
 
-/// An output line on a chip that can vanish.
+/// An output line on a chip that can vanish: dead once its chip went away, even after the chip is back.
 final class VanishingOutputLine: OutputLine {
     let inner: any OutputLine
     let chip: GPIOChipPresence
+    let generation: Int
     init(inner: any OutputLine, chip: GPIOChipPresence) {
         self.inner = inner
         self.chip = chip
+        generation = chip.generation
     }
     var name: String { inner.name }
     func setActive(_ active: Bool) throws {
-        try chip.check("gpiod_line_request_set_value")
+        try chip.check("gpiod_line_request_set_value", requestedIn: generation)
         try inner.setActive(active)
     }
     func isActive() throws -> Bool {
-        try chip.check("gpiod_line_request_get_value")
+        try chip.check("gpiod_line_request_get_value", requestedIn: generation)
         return try inner.isActive()
     }
 }

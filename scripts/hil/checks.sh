@@ -239,6 +239,30 @@ check_modules_reload() {
     gpiodetect | grep -q "\[gnss-hat-sim\] (6 lines)" || fail "the default chip did not come back"
 }
 
+# Both modules' platform drivers unbound and bound again through sysfs, with nobody holding the
+# devices: the chip and the adapter go away and come back with their names, lines and bus number
+# (the fault scenarios do this under a streaming Receiver).
+check_modules_rebind() {
+    set -e
+    echo gnss-gpio-sim >/sys/bus/platform/drivers/gnss-gpio-sim/unbind
+    echo ubx-ddc-sim >/sys/bus/platform/drivers/ubx-ddc-sim/unbind
+    ! ls -d $SIM_GPIO/gpiochip* >/dev/null 2>&1 || fail "a gpiochip is still under $SIM_GPIO after the unbind"
+    [ ! -e $SIM_GPIO/sim_gpio0 ] || fail "sim_gpio0 is still there after the unbind"
+    ! ddc_bus >/dev/null 2>&1 || fail "the ubx-ddc-sim adapter is still there after the unbind"
+    [ ! -e "/dev/i2c-$DDC_BUS" ] || fail "/dev/i2c-$DDC_BUS is still there after the unbind"
+    echo gnss-gpio-sim >/sys/bus/platform/drivers/gnss-gpio-sim/bind
+    echo ubx-ddc-sim >/sys/bus/platform/drivers/ubx-ddc-sim/bind
+    gpioinfo "$(gpio_chip)" | grep -q -E 'line +0: +"GNSS_PWR_EN" +unused' ||
+        fail "GNSS_PWR_EN is not back: $(gpioinfo)"
+    [ "$(gpiofind GNSS_PPS)" = "$(gpio_chip) 4" ] || fail "gpiofind GNSS_PPS: $(gpiofind GNSS_PPS)"
+    level_is GNSS_RESET_N 1 || fail "GNSS_RESET_N is not back at its pull-up"
+    [ "$(ddc_bus)" = "$DDC_BUS" ] || fail "the adapter came back as i2c-$(ddc_bus), not i2c-$DDC_BUS"
+    ddc_reset
+    printf '\x42\x43' >$DDC_CTL
+    [ "$(rdwr w1@0x42 0xfd r2)" = "0x00 0x02" ] || fail "the adapter does not answer after the bind"
+    ddc_reset
+}
+
 # task_switches PID: "TID COMM VOLUNTARY" for every thread of process PID, one per line.
 task_switches() {
     for task in /proc/"$1"/task/*; do
@@ -336,6 +360,7 @@ run_kernel_checks() {
     check i2c.nak check_i2c_nak
     check i2c.faults check_i2c_faults
     check modules.reload check_modules_reload
+    check modules.rebind check_modules_rebind
     if [ "$HIL_SELFTEST" = fail ]; then
         check selftest.broken-driver check_selftest_broken_driver
     fi

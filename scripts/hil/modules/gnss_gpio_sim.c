@@ -20,6 +20,18 @@
  *
  * Module parameters: names= (comma-separated line names; their number is the line count,
  * an empty name or "-" leaves a line unnamed), pulls= (0/1 per line), label= (chip label).
+ *
+ * The chip can vanish and come back through the driver core, as a GPIO controller whose driver
+ * unbinds (or a USB GPIO adapter pulled out):
+ *   echo gnss-gpio-sim > /sys/bus/platform/drivers/gnss-gpio-sim/unbind   chip, lines, sim_gpioN gone
+ *   echo gnss-gpio-sim > /sys/bus/platform/drivers/gnss-gpio-sim/bind     back, every line at its pull
+ * The line names are the "gpio-line-names" property of the platform device's software node
+ * rather than the chip's `names`: Debian's 6.1 kernel never frees a chip removed while lines were
+ * requested from it (the free of those lines finds no chip and drops no reference), and gpiolib's
+ * name-collision check for `names` walks that dead chip's lines through its NULL gpio_chip, an oops
+ * at the next bind. The property path sets the names without that check. The node is one of our
+ * own (fwnode_create_software_node), not a managed one: the chip's device shares its parent's node,
+ * and removing that device drops a managed node's last reference.
  */
 #include <linux/bitmap.h>
 #include <linux/device.h>
@@ -29,6 +41,7 @@
 #include <linux/kernfs.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
+#include <linux/property.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -80,7 +93,6 @@ struct sim_chip {
 	DECLARE_BITMAP(falling, SIM_MAX_LINES);
 	DECLARE_BITMAP(pending, SIM_MAX_LINES); /* edges waiting for the irq_work */
 	struct irq_work irq_work;
-	const char *line_names[SIM_MAX_LINES];
 	struct sim_line *lines;
 	const struct attribute_group **groups;
 };
@@ -361,19 +373,14 @@ static int sim_probe(struct platform_device *pdev)
 	chip->dev = &pdev->dev;
 	spin_lock_init(&chip->lock);
 	chip->irq_work = IRQ_WORK_INIT_HARD(sim_irq_work);
-	for (i = 0; i < n; i++) {
-		const char *name = names[i];
-
-		chip->line_names[i] = (name && name[0] && strcmp(name, "-")) ? name : NULL;
+	for (i = 0; i < n; i++)
 		assign_bit(i, chip->pull, i < num_pulls && pulls[i]);
-	}
 
 	chip->gc.label = label;
 	chip->gc.parent = &pdev->dev;
 	chip->gc.owner = THIS_MODULE;
 	chip->gc.base = -1;
-	chip->gc.ngpio = n;
-	chip->gc.names = chip->line_names;
+	chip->gc.ngpio = n; /* names: the device's "gpio-line-names" (see the top of the file) */
 	chip->gc.can_sleep = false;
 	chip->gc.get = sim_get;
 	chip->gc.set = sim_set;
@@ -421,31 +428,59 @@ static struct platform_driver sim_driver = {
 };
 
 static struct platform_device *sim_pdev;
+static struct fwnode_handle *sim_fwnode;
+
+/* "gpio-line-names": names=, with "" for an unnamed line (the node keeps copies). */
+static const char *sim_line_names[SIM_MAX_LINES];
+static struct property_entry sim_properties[2];
 
 static int __init sim_init(void)
 {
-	int ret = platform_driver_register(&sim_driver);
+	struct platform_device_info info = {
+		.name = SIM_NAME,
+		.id = PLATFORM_DEVID_NONE,
+	};
+	unsigned int i;
+	int ret;
 
+	if (num_names == 0 || num_names > SIM_MAX_LINES)
+		return -EINVAL;
+	for (i = 0; i < num_names; i++)
+		sim_line_names[i] = (names[i] && strcmp(names[i], "-")) ? names[i] : "";
+	sim_properties[0] = PROPERTY_ENTRY_STRING_ARRAY_LEN("gpio-line-names", sim_line_names, num_names);
+	sim_fwnode = fwnode_create_software_node(sim_properties, NULL);
+	if (IS_ERR(sim_fwnode))
+		return PTR_ERR(sim_fwnode);
+	info.fwnode = sim_fwnode;
+	ret = platform_driver_register(&sim_driver);
 	if (ret)
-		return ret;
-	sim_pdev = platform_device_register_simple(SIM_NAME, PLATFORM_DEVID_NONE, NULL, 0);
+		goto out_node;
+	sim_pdev = platform_device_register_full(&info);
 	if (IS_ERR(sim_pdev)) {
-		platform_driver_unregister(&sim_driver);
-		return PTR_ERR(sim_pdev);
+		ret = PTR_ERR(sim_pdev);
+		goto out_driver;
 	}
 	if (!platform_get_drvdata(sim_pdev)) {
 		/* the probe failed (bad parameters): do not leave a half-made device behind */
-		platform_device_unregister(sim_pdev);
-		platform_driver_unregister(&sim_driver);
-		return -EINVAL;
+		ret = -EINVAL;
+		goto out_device;
 	}
 	return 0;
+
+out_device:
+	platform_device_unregister(sim_pdev);
+out_driver:
+	platform_driver_unregister(&sim_driver);
+out_node:
+	fwnode_remove_software_node(sim_fwnode);
+	return ret;
 }
 
 static void __exit sim_exit(void)
 {
 	platform_device_unregister(sim_pdev);
 	platform_driver_unregister(&sim_driver);
+	fwnode_remove_software_node(sim_fwnode);
 }
 
 module_init(sim_init);

@@ -38,6 +38,7 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/platform_device.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/string.h>
@@ -61,10 +62,12 @@ module_param(bus, int, 0444);
 MODULE_PARM_DESC(bus, "I2C bus number of the adapter (/dev/i2c-N); -1 (default): the next free one");
 
 struct ddc_sim {
-	struct i2c_adapter adapter;
+	struct i2c_adapter adapter; /* registered while the platform driver is bound */
 	struct miscdevice misc;
+	struct platform_device *pdev;
 	struct mutex lock; /* guards everything below */
 	wait_queue_head_t host_wait;
+	bool unplugged;      /* the adapter is going away: transfers fail with ENODEV */
 	DECLARE_KFIFO(to_host, u8, DDC_BUFFER_SIZE);   /* receiver output: the 0xFF stream */
 	DECLARE_KFIFO(from_host, u8, DDC_BUFFER_SIZE); /* host writes: receiver input */
 	u8 reg;              /* current address */
@@ -78,7 +81,7 @@ struct ddc_sim {
 	long ff_after;
 	/* counters */
 	u64 transfers, messages, naks, absent, count_reads, stream_bytes, fill_bytes;
-	u64 injected_ff, bogus_used, host_bytes, host_dropped, register_sets;
+	u64 injected_ff, bogus_used, host_bytes, host_dropped, register_sets, unplugged_transfers;
 };
 
 static struct ddc_sim sim;
@@ -143,6 +146,12 @@ static int ddc_xfer(struct i2c_adapter *adapter, struct i2c_msg *msgs, int num)
 	bool wrote = false;
 
 	mutex_lock(&s->lock);
+	if (s->unplugged) {
+		/* Not counted in `transfers`: nothing reached the bus. */
+		s->unplugged_transfers++;
+		ret = -ENODEV;
+		goto out;
+	}
 	s->transfers++;
 	s->count_latched = false;
 	if (s->nak_next > 0) {
@@ -423,11 +432,11 @@ static ssize_t stats_show(struct device *dev, struct device_attribute *attr, cha
 	len = sysfs_emit(buf,
 			 "transfers=%llu\nmessages=%llu\nnaks=%llu\nabsent=%llu\ncount_reads=%llu\n"
 			 "stream_bytes=%llu\nfill_bytes=%llu\ninjected_ff=%llu\nbogus_used=%llu\n"
-			 "register_sets=%llu\nhost_bytes=%llu\nhost_dropped=%llu\n"
+			 "register_sets=%llu\nhost_bytes=%llu\nhost_dropped=%llu\nunplugged=%llu\n"
 			 "pending=%u\nhost_pending=%u\nregister=0x%02x\n",
 			 sim.transfers, sim.messages, sim.naks, sim.absent, sim.count_reads,
 			 sim.stream_bytes, sim.fill_bytes, sim.injected_ff, sim.bogus_used,
-			 sim.register_sets, sim.host_bytes, sim.host_dropped,
+			 sim.register_sets, sim.host_bytes, sim.host_dropped, sim.unplugged_transfers,
 			 kfifo_len(&sim.to_host), kfifo_len(&sim.from_host), sim.reg);
 	mutex_unlock(&sim.lock);
 	return len;
@@ -446,7 +455,7 @@ static void ddc_reset_locked(struct ddc_sim *s)
 	s->ff_after = -1;
 	s->transfers = s->messages = s->naks = s->absent = s->count_reads = 0;
 	s->stream_bytes = s->fill_bytes = s->injected_ff = s->bogus_used = 0;
-	s->host_bytes = s->host_dropped = s->register_sets = 0;
+	s->host_bytes = s->host_dropped = s->register_sets = s->unplugged_transfers = 0;
 }
 
 static ssize_t reset_store(struct device *dev, struct device_attribute *attr,
@@ -477,6 +486,51 @@ static struct attribute *ddc_sim_attrs[] = {
 };
 ATTRIBUTE_GROUPS(ddc_sim);
 
+/* The adapter comes with the platform driver's binding: at insmod, and at each bind. */
+static int ddc_sim_probe(struct platform_device *pdev)
+{
+	struct ddc_sim *s = &sim;
+	int ret;
+
+	/* i2c_del_adapter() leaves the structure to be filled again. */
+	memset(&s->adapter, 0, sizeof(s->adapter));
+	s->adapter.owner = THIS_MODULE;
+	s->adapter.algo = &ddc_algorithm;
+	s->adapter.dev.parent = &pdev->dev;
+	/* A fixed number lets a board file name the bus, as a Pi's board files say bus 1. */
+	s->adapter.nr = bus < 0 ? -1 : bus;
+	strscpy(s->adapter.name, DDC_ADAPTER_NAME, sizeof(s->adapter.name));
+	i2c_set_adapdata(&s->adapter, s);
+	mutex_lock(&s->lock);
+	s->unplugged = false;
+	mutex_unlock(&s->lock);
+	ret = i2c_add_numbered_adapter(&s->adapter);
+	if (ret)
+		return ret;
+	platform_set_drvdata(pdev, s);
+	dev_info(&pdev->dev, "u-blox DDC at 0x%02x on %s\n", addr, dev_name(&s->adapter.dev));
+	return 0;
+}
+
+/* Unplugged first (transfers fail with ENODEV), then removed once nobody holds /dev/i2c-N open. */
+static int ddc_sim_remove(struct platform_device *pdev)
+{
+	struct ddc_sim *s = platform_get_drvdata(pdev);
+
+	mutex_lock(&s->lock);
+	s->unplugged = true;
+	mutex_unlock(&s->lock);
+	i2c_del_adapter(&s->adapter);
+	dev_info(&pdev->dev, "adapter removed\n");
+	return 0;
+}
+
+static struct platform_driver ddc_sim_driver = {
+	.probe = ddc_sim_probe,
+	.remove = ddc_sim_remove,
+	.driver = { .name = DDC_ADAPTER_NAME },
+};
+
 static int __init ddc_sim_init(void)
 {
 	int ret;
@@ -497,25 +551,34 @@ static int __init ddc_sim_init(void)
 	ret = misc_register(&sim.misc);
 	if (ret)
 		return ret;
-
-	sim.adapter.owner = THIS_MODULE;
-	sim.adapter.algo = &ddc_algorithm;
-	/* A fixed number lets a board file name the bus, as a Pi's board files say bus 1. */
-	sim.adapter.nr = bus < 0 ? -1 : bus;
-	strscpy(sim.adapter.name, DDC_ADAPTER_NAME, sizeof(sim.adapter.name));
-	i2c_set_adapdata(&sim.adapter, &sim);
-	ret = i2c_add_numbered_adapter(&sim.adapter);
-	if (ret) {
-		misc_deregister(&sim.misc);
-		return ret;
+	ret = platform_driver_register(&ddc_sim_driver);
+	if (ret)
+		goto out_misc;
+	sim.pdev = platform_device_register_simple(DDC_ADAPTER_NAME, PLATFORM_DEVID_NONE, NULL, 0);
+	if (IS_ERR(sim.pdev)) {
+		ret = PTR_ERR(sim.pdev);
+		goto out_driver;
 	}
-	pr_info("ubx_ddc_sim: u-blox DDC at 0x%02x on %s\n", addr, dev_name(&sim.adapter.dev));
+	if (!platform_get_drvdata(sim.pdev)) {
+		/* the probe failed (the bus number is taken): leave nothing half made */
+		ret = -EBUSY;
+		goto out_device;
+	}
 	return 0;
+
+out_device:
+	platform_device_unregister(sim.pdev);
+out_driver:
+	platform_driver_unregister(&ddc_sim_driver);
+out_misc:
+	misc_deregister(&sim.misc);
+	return ret;
 }
 
 static void __exit ddc_sim_exit(void)
 {
-	i2c_del_adapter(&sim.adapter);
+	platform_device_unregister(sim.pdev);
+	platform_driver_unregister(&ddc_sim_driver);
 	misc_deregister(&sim.misc);
 }
 
