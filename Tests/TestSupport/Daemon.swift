@@ -189,5 +189,9 @@ public final class Daemon: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    deinit { stop(signal: SIGKILL) }
+    /// A child still running when its test lets go is killed (one never started is left alone).
+    deinit {
+        guard process.isRunning else { return }
+        stop(signal: SIGKILL)
+    }
 }
