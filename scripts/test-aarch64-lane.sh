@@ -9,16 +9,8 @@
 # usage: scripts/test-aarch64-lane.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-start=$SECONDS
-step_name=
-step_start=$SECONDS
-timings=()
-step() {
-    [ -n "$step_name" ] && timings+=("$(printf '%5d s  aarch64: %s' $((SECONDS - step_start)) "$step_name")")
-    step_name=$*
-    step_start=$SECONDS
-    printf '\n=== aarch64 lane: %s (%ds)\n' "$*" $((SECONDS - start))
-}
+STEP_BANNER="aarch64 lane" STEP_LABEL="aarch64: "
+source scripts/lib/steps.sh
 
 step "Debian's Swift 6.2 cross toolchain (scripts/setup-aarch64.sh)"
 scripts/setup-aarch64.sh

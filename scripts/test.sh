@@ -10,17 +10,8 @@
 # prints the time since the start; the summary at the end lists each step's own time, both lanes'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-start=$SECONDS
-step_name=
-step_start=$SECONDS
-timings=()
-# Closes the previous step (its own time goes to the summary) and announces the next.
-step() {
-    [ -n "$step_name" ] && timings+=("$(printf '%5d s  %s' $((SECONDS - step_start)) "$step_name")")
-    step_name=$*
-    step_start=$SECONDS
-    printf '\n=== test: %s (%ds)\n' "$*" $((SECONDS - start))
-}
+STEP_BANNER=test
+source scripts/lib/steps.sh
 
 step "setup"
 scripts/setup.sh

@@ -161,7 +161,7 @@ struct DifferentialTests {
         let boardPath = directory.appendingPathComponent("differential.json").path
         try board.write(toFile: boardPath, atomically: true, encoding: .utf8)
 
-        let port = try freePort()
+        let port = UInt16(try freeLoopbackPort())
         let gpsd = try ChildProcess(gpsdBinary, ["-N", "-n", "-b", "-S", "\(port)", gpsdTerminal.devicePath])
         defer { gpsd.kill() }
         let serve = try await ServeProcess(["--board", boardPath, "--linger", "60"])

@@ -6,14 +6,6 @@ import LinuxSystem
 import Testing
 import TestSupport
 
-/// A TCP port nobody listens on now (bound and released; good enough for a test's child process).
-func freePort() throws -> UInt16 {
-    let listener = try SocketListener(address: .ipv4("127.0.0.1", port: 0))
-    defer { listener.close() }
-    guard let port = listener.address.port else { throw TestSetupError("no port") }
-    return port
-}
-
 /// A child process whose standard error is collected line by line; tests wait for lines or the exit
 /// without polling.
 final class ChildProcess: @unchecked Sendable {

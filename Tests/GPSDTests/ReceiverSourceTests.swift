@@ -55,6 +55,10 @@ import Testing
         // As a ?WATCH with "interval":600,"accuracy":0.02: the view's demand carries the accuracy, the
         // corrections are subscribed, and the TPV waits for a 2 cm fix (a 3D fix comes first and is not it).
         let watcher = scheduled(.seconds(600), 0.02).subscribe(buffering: .bounded(4))
+        // The service's view is derived from the receiver's, which it subscribes from a start of its own: once
+        // the receiver's view (the same signal for the same demand) has left idle, the driver sees its start.
+        let receiverView = receiver.fixes(for: .every(.seconds(600), accuracy: 0.02))
+        for await state in receiverView.stateChanges() where state != .idle { break }
         let line = try await driver.run(limit: .seconds(180)) { () async throws -> [UInt8] in
             let feeder = Task {
                 for try await fix in receiver.fixes.subscribe() where fix.hasPosition { corrections.sendEpoch(fix) }

@@ -14,15 +14,17 @@ struct PygnssutilsTests {
     @Test("gnssserver --ntripmode 1: its malformed NTRIP 2 answer is read, frames flow; a wrong password is a 401")
     func flow() async throws {
         let frames = try corpusFrames()
-        let gnssserver = TestPaths.packageRoot.appendingPathComponent(".build/venv/bin/gnssserver").path
+        let gnssserver = try TestPaths.tool(
+            TestPaths.packageRoot.appendingPathComponent(".build/venv/bin/gnssserver").path,
+            package: "pygnssutils (scripts/setup.sh)")
         // gnssserver reads its input from a socket it connects to: ours.
         let feed = try FeedSocket()
-        let port = try freePort()
-        let server = try Peer("gnssserver", executable: gnssserver, package: "pygnssutils (scripts/setup.sh)", [
+        let port = try freeLoopbackPort()
+        let server = try Daemon("gnssserver", executable: gnssserver, [
             "--socket", "127.0.0.1:\(feed.port)", "--hostip", "127.0.0.1", "--outport", "\(port)",
             "--ntripmode", "1", "--ntripversion", "2.0", "--ntripuser", "rover", "--ntrippassword", "secret",
             "--verbosity", "2", "--timeout", "600",
-        ])
+        ], stopSignal: SIGKILL)
         defer { server.stop() }
         let connection = try feed.accept()
         // gnssserver's input waits for its first bytes before it starts its caster, and takes a read that
@@ -31,7 +33,7 @@ struct PygnssutilsTests {
         connection.write(frames[0])
         // gnssserver says it starts its caster just before it binds the port: an attempt that comes
         // before the bind is refused, and the client's back-off (on the manual clock) tries again.
-        try await server.output.line(containing: "Starting output thread, broadcasting on 127.0.0.1:\(port)")
+        try await server.line(containing: "Starting output thread, broadcasting on 127.0.0.1:\(port)")
         let rig = try ClientRig(url: "ntrip://rover@127.0.0.1:\(port)/pygnssutils")
         let token = rig.subscribe()
         let streaming = try await rig.waitForStreaming()
@@ -41,7 +43,7 @@ struct PygnssutilsTests {
             do {
                 try await rig.waitForFrames(index + 1)
             } catch {
-                throw TestSetupError("\(error); gnssserver printed \(server.output.lines)")
+                throw TestSetupError("\(error); gnssserver printed \(server.output)")
             }
         }
         #expect(rig.frames.items.map { Array($0.bytes) } == Array(frames.prefix(4)))

@@ -20,7 +20,7 @@ struct ReceiverCorrectionsTests {
     @Test("corrections flow only while a 2 cm subscriber is present; RTK fixed; socket closed after the linger",
           .timeLimit(.minutes(2)))
     func onDemand() async throws {
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let caster = try await startStr2str(port: port)
         defer { caster.stop() }
         let board = try #require(try BoardCatalog.builtIn("simulator-rtk"))
@@ -113,7 +113,7 @@ struct ReceiverCorrectionsTests {
 
     @Test("gnss-hat ntrip sources: str2str's sourcetable, and with --near the distance to each stream")
     func sources() async throws {
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let caster = try await startStr2str(port: port)
         defer { caster.stop() }
         let directory = try TestPaths.temporaryDirectory()

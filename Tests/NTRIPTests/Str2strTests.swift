@@ -11,12 +11,14 @@ import Testing
 import TestSupport
 
 /// str2str as a caster of mountpoint MOUNT for user rover, password secret, on `port`.
-func startStr2str(port: Int) async throws -> Peer {
+func startStr2str(port: Int) async throws -> Daemon {
     // str2str writes `STR;MOUNT;` before the rest of the sourcetable line itself.
     let line = "Berlin;RTCM 3.3;1077(1),1087(1);2;GPS+GLO;TEST;DEU;52.52;13.40;0;0;RTKLIB;none;B;N;2400;"
-    let peer = try Peer("str2str", executable: "/usr/bin/str2str", package: "rtklib",
-                        ["-out", "ntripc://rover:secret@:\(port)/MOUNT:\(line)"], withInput: true)
-    try await peer.output.line(containing: "stream server start")
+    // SIGKILL to stop it: str2str can hang on SIGTERM, and no test needs its clean exit.
+    let peer = try Daemon("str2str", executable: TestPaths.tool("/usr/bin/str2str", package: "rtklib"),
+                          ["-out", "ntripc://rover:secret@:\(port)/MOUNT:\(line)"], withInput: true,
+                          stopSignal: SIGKILL)
+    try await peer.line(containing: "stream server start")
     return peer
 }
 
@@ -26,7 +28,7 @@ struct Str2strTests {
           arguments: [NTRIPVersion.v1, .v2])
     func flow(version: NTRIPVersion) async throws {
         let frames = try corpusFrames()
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let caster = try await startStr2str(port: port)
         defer { caster.stop() }
         let rig = try ClientRig(url: "ntrip://rover@127.0.0.1:\(port)/MOUNT", version: version)
@@ -47,7 +49,7 @@ struct Str2strTests {
 
     @Test("a wrong password: str2str's 401 in one line, then the back-off")
     func wrongPassword() async throws {
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let caster = try await startStr2str(port: port)
         defer { caster.stop() }
         let rig = try ClientRig(url: "ntrip://rover@127.0.0.1:\(port)/MOUNT", password: "not the password")
@@ -63,7 +65,7 @@ struct Str2strTests {
 
     @Test("an unknown mountpoint: str2str's sourcetable, and the line names MOUNT")
     func unknownMountpoint() async throws {
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let caster = try await startStr2str(port: port)
         defer { caster.stop() }
         let rig = try ClientRig(url: "ntrip://rover@127.0.0.1:\(port)/ELSEWHERE")
@@ -80,7 +82,7 @@ struct Str2strTests {
     @Test("str2str killed mid-stream: a back-off of 10 s (manual clock), then the stream resumes on the new one")
     func killed() async throws {
         let frames = try corpusFrames()
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         var caster = try await startStr2str(port: port)
         let rig = try ClientRig(url: "ntrip://rover@127.0.0.1:\(port)/MOUNT", version: .v1)
         let token = rig.subscribe()

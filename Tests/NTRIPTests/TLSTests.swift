@@ -11,15 +11,15 @@ import TestSupport
 @Suite("NTRIP over TLS")
 struct TLSTests {
     /// socat terminating TLS on a free port and relaying to `caster`.
-    static func tlsFront(for caster: TestCaster, certificates: TestCertificates) async throws -> (Peer, Int) {
-        let port = try freePort()
-        let socat = try Peer("socat", executable: "/usr/bin/socat", package: "socat", [
+    static func tlsFront(for caster: TestCaster, certificates: TestCertificates) async throws -> (Daemon, Int) {
+        let port = try freeLoopbackPort()
+        let socat = try Daemon("socat", executable: TestPaths.tool("/usr/bin/socat", package: "socat"), [
             "-d", "-d",
             "OPENSSL-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,verify=0,cert=\(certificates.serverCertificate),"
                 + "key=\(certificates.serverKey)",
             "TCP:127.0.0.1:\(caster.port)",
-        ])
-        try await socat.output.line(containing: "listening on")
+        ], stopSignal: SIGKILL)
+        try await socat.line(containing: "listening on")
         return (socat, port)
     }
 
