@@ -28,7 +28,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -36,6 +35,9 @@ import tempfile
 import threading
 import time
 import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from peers import free_port, start_mosquitto  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICE = "crash"
@@ -48,12 +50,6 @@ OVERHEAD = HEADER + 4
 
 def say(text):
     print(f"journal-crash: {text}", flush=True)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # MARK: - The journal's file
@@ -291,22 +287,8 @@ class CrashRun:
                    f"start {index}: expected '{expected}', the service said {notices or 'nothing'}")
 
     def start_broker(self):
-        conf = os.path.join(self.work, "mosquitto.conf")
-        with open(conf, "w") as handle:
-            handle.write(f"listener {self.broker_port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                         f"max_queued_messages 1000000\nmax_inflight_messages 0\n"
-                         f"log_dest file {self.options.out}/broker.log\n")
-        self.broker = subprocess.Popen(["mosquitto", "-c", conf], stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.broker_port), timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("journal-crash: the broker did not start")
-                time.sleep(0.05)
+        self.broker = start_mosquitto(os.path.join(self.work, "mosquitto.conf"), self.broker_port, [
+            "max_queued_messages 1000000", "max_inflight_messages 0", f"log_dest file {self.options.out}/broker.log"])
 
     def run(self):
         started = time.monotonic()

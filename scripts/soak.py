@@ -37,6 +37,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from peers import free_port, start_mosquitto  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICE = "soak"
 POWER_TOPIC = f"gnss-hat/{DEVICE}/power"
@@ -48,12 +51,6 @@ MIB = 1024 * 1024
 
 def say(text):
     print(f"soak: {text}", flush=True)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # MARK: - The schedule: deterministic given the seed, in simulated seconds
@@ -450,25 +447,12 @@ class Soak:
     def start_peers(self):
         self.broker_port = free_port()
         self.gpsd_port = free_port()
-        conf = os.path.join(self.work, "mosquitto.conf")
-        with open(conf, "w") as handle:
-            handle.write(f"listener {self.broker_port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                         "max_queued_messages 100000\nlog_dest stdout\n")
         # The broker's log (who connected, whose will went out) beside the service's: written by this
         # process, since Mosquitto started as root runs as its own user and cannot open a file here.
         self.broker_log = os.path.join(self.out, "broker.log")
         with open(self.broker_log, "w") as log:
-            self.broker = subprocess.Popen(["mosquitto", "-c", conf], stdin=subprocess.DEVNULL,
-                                           stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.broker_port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("soak: the broker did not start")
-                time.sleep(0.05)
+            self.broker = start_mosquitto(os.path.join(self.work, "mosquitto.conf"), self.broker_port,
+                                          ["max_queued_messages 100000", "log_dest stdout"], log)
         self.service = Service(self.options.binary, self.speed, self.gpsd_port, self.broker_port,
                                os.path.join(self.work, "state"), os.path.join(self.out, "serve.log"))
         self.service.wait_for("mqtt: connected to ", 20)
