@@ -9,8 +9,8 @@
 #            build root scripts/setup-aarch64.sh makes (run here, through the Swift SDK it writes);
 #            the binary runs here too, through the qemu-aarch64 that script registers
 # Output: .build/static/gnss-hat-ARCH (stripped) and gnss-hat-ARCH.unstripped beside it (a hard
-# link to the linker's output, with symbols, for profiles). Size limits: x86_64 16 MiB, aarch64
-# 17 MiB (see below).
+# link to the linker's output, with symbols, for profiles). Size limits: x86_64 15 MiB, aarch64
+# 16 MiB (see below).
 # Code layout: every function gets a section of its own (-function-sections) and lld places the
 # functions `gnss-hat serve` runs, listed in scripts/static/gnss-hat.order, together at the start of
 # the text (--symbol-ordering-file), instead of scattered over its 6.5 MB, each pulling its page
@@ -29,10 +29,10 @@ arch=${1:-$(uname -m)}
 host=$(uname -m)
 if [ "$arch" = "$host" ]; then
     scratch=${GNSSHAT_STATIC_SCRATCH:-.build/static}
-    limit=$((16 * 1024 * 1024))
+    limit=$((15 * 1024 * 1024))
 else
     scratch=${GNSSHAT_STATIC_SCRATCH:-.build/aarch64/static}
-    limit=$((17 * 1024 * 1024))
+    limit=$((16 * 1024 * 1024))
 fi
 start=$SECONDS
 say() { printf 'build-static: %s\n' "$*"; }
@@ -127,17 +127,21 @@ fi
 unstripped=$(stat -c %s "$bin")
 size=$(stat -c %s "$out")
 say "$(file -b "$out" | cut -d, -f1-2)"
-say "unstripped $((unstripped / 1024)) KiB, stripped $((size / 1024)) KiB ($(awk -v s="$size" 'BEGIN { printf "%.2f", s / 1048576 }') MiB) -> $out"
+mib() { awk -v s="$1" 'BEGIN { printf "%.2f", s / 1048576 }'; }
+say "size $arch: unstripped $((unstripped / 1024)) KiB, stripped $((size / 1024)) KiB ($(mib "$size") MiB)," \
+    "limit $((limit / 1048576)) MiB ($(mib $((limit - size))) MiB to spare) -> $out"
 say "built in $((SECONDS - start)) s"
-# About 14.6 MiB (2026-12-02): 10 for the Swift runtime, glibc, libgpiod, libi2c and our code, 4.3 for the fleet
-# path (libmosquitto 0.1, OpenSSL 3's libssl and libcrypto 4.2: its default provider registers every
-# algorithm in tables, so --gc-sections cannot drop the unused ones). mqtts:// needs TLS, so the
-# limit is 15 MiB instead of the 12 MB goal without MQTT. Nothing shipped imports Foundation or
-# FoundationEssentials (they added 6 MiB), nor anything of _StringProcessing (a `contains` of a string
-# in a string brought the regex engine, 1.3 MiB: NTRIP has its own); going over the limit fails the build.
-# The NTRIP client and RTK (2026-12-05) brought x86_64 to 15.3 MiB: the limits went up by 1 MiB each,
-# over the 16 MiB the aarch64 budget asked for (scripts/test.sh prints both sizes).
-# aarch64 (Debian's 6.2 runtime, sid's OpenSSL 3.6 with zstd and zlib): see scripts/setup-aarch64.sh.
+# What the bytes are (docs/code-layout.md has the table): x86_64 14.7 MiB (2026-12-05) = the Swift
+# runtime 6.0, GNSSHat's modules 3.4, glibc 1.3, OpenSSL 3.8 (Debian 12's 3.0; its default provider
+# registers every algorithm in tables, so --gc-sections cannot drop the unused ones), libmosquitto,
+# libgpiod, libi2c 0.1; aarch64 15.9 MiB = the runtime 5.4 (Debian's 6.2), our modules 3.1, glibc 1.1,
+# OpenSSL 6.2 (sid's 3.6 with the zstd and zlib it needs: QUIC, SM2 with its 0.5 MiB arm64 table, the
+# post-quantum algorithms; see scripts/setup-aarch64.sh for why sid's), the C libraries 0.1. Both
+# only fit with lld folding identical functions (--icf=all, scripts/static/swift-flags.sh: 0.6 and
+# 0.45 MiB). mqtts:// and ntrip+tls:// need TLS, so the limits are 15 and 16 MiB instead of the 12 MB
+# goal without it. Nothing shipped imports Foundation or FoundationEssentials (they added 6 MiB), nor
+# anything of _StringProcessing (a `contains` of a string in a string brought the regex engine,
+# 1.3 MiB: NTRIP has its own); going over the limit fails the build (scripts/test.sh prints both sizes).
 if [ "$size" -ge "$limit" ]; then
     die "stripped size $size bytes is over the $((limit / 1048576)) MiB limit (did a shipped module import Foundation?)"
 fi

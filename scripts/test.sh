@@ -119,7 +119,7 @@ fi
 
 step "summary"
 for arch in x86_64 aarch64; do
-    echo "test: size $arch: $(grep -o 'stripped .* MiB)' ".build/static-$arch.log" | tail -1)"
+    echo "test: $(grep -o 'size .*to spare)' ".build/static-$arch.log" | tail -1)"
 done
 printf '%s\n' "${timings[@]}"
 grep -E '^ *[0-9]+ s  aarch64: ' .build/test-aarch64-lane.log

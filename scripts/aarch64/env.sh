@@ -10,7 +10,8 @@
 #                with the sysroot's pkg-config (libgpiod 2.x there: the v2 API; A64_GPIOD=v1 takes
 #                bookworm's 1.6 instead)
 #   a64_static_swift_flags  the flags of a fully static aarch64 executable (one section per
-#                function, lld; OpenSSL's libcrypto from sid also needs zstd and zlib)
+#                function, lld folding identical code as for x86_64: scripts/static/swift-flags.sh;
+#                OpenSSL's libcrypto from sid also needs zstd and zlib)
 # shellcheck shell=bash
 A64_PACKAGE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 A64=$A64_PACKAGE/.build/aarch64
@@ -59,5 +60,5 @@ a64_swift() {
 }
 
 a64_static_swift_flags=(-Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections
-    --static-swift-stdlib -Xswiftc -static-executable
+    --static-swift-stdlib -Xswiftc -static-executable -Xlinker --icf=all
     -Xlinker -lssl -Xlinker -lcrypto -Xlinker -lzstd -Xlinker -lz)
