@@ -190,10 +190,11 @@ log_type notice
 log_type information
 EOF
 start_broker() {
-    ip netns exec "$ns_broker" mosquitto -c "$work/mosquitto.conf" 2>>"$work/broker-stderr.log" &
-    broker_pid=$!
+    # Counted before the start: a broker quick to open its socket would otherwise be counted in `opened`.
     local opened
     opened=$(grep -c "Opening ipv4 listen socket on port 1883" "$work/broker.log" 2>/dev/null || true)
+    ip netns exec "$ns_broker" mosquitto -c "$work/mosquitto.conf" 2>>"$work/broker-stderr.log" &
+    broker_pid=$!
     wait_for_count "$work/broker.log" "Opening ipv4 listen socket on port 1883" $((${opened:-0} + 1)) 10 "broker start"
 }
 stop_broker() {
