@@ -4,13 +4,16 @@
 //
 // Properties checked, beyond "no crash, no sanitizer report":
 // - every request the scanner finds (or an over-long one) gets a reply: a line, or (an allowed ?DEVICE=
-//   change) an effect for the server; every line is one JSON object of a class, ending in CR LF;
+//   change) an effect for the server; every line is one JSON object of a class, ending in CR LF, with
+//   no control character inside;
 // - the watch policy after the input is what a model says: only a ?WATCH= that parses and applies
 //   changes it; garbage, errors, over-long requests and every other command leave it as it was;
 // - a WATCH that applied, written back as gpsd's WATCH object and read as `?WATCH=` + that object,
 //   gives the same policy;
-// - the bytes fed in two parts (the split point taken from the input), and for one input in sixteen one
-//   byte at a time, give the same lines, effects and policy as fed whole.
+// - one input in four: fed in two parts (the split point taken from the input), the same lines, effects
+//   and policy as fed whole; one input in 64 the same, fed one byte at a time.
+// The samples are chosen by a hash of the whole input, so a saved crash replays its checks. They are for
+// throughput (see docs/benchmarks.md, "fuzz"): each feed is another session answering every request again.
 
 import GPSD
 import GPSDProtocol
@@ -23,7 +26,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // The view's flags come from the input's length, so a saved input replays with the same view.
     let view = ServiceView(
         device: device, activated: size & 2 == 0 ? 1_700_000_000_000_000_000 : nil, sawData: size & 4 == 0,
-        latestTPV: Array("{\"class\":\"TPV\",\"mode\":1}\r\n".utf8), latestSKY: nil, now: 1_700_000_001_000_000_000,
+        latestTPV: latestTPV, latestSKY: nil, now: 1_700_000_001_000_000_000,
         release: "3.22", revision: "fuzz", allowsDeviceChanges: size & 1 == 0)
     let model = expectations(input)
     var session = ClientSession()
@@ -32,29 +35,38 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard whole.lines.count + whole.effects.count >= model.requests else { fatalError("a request got no reply") }
     for line in whole.lines { checkLine(line) }
 
-    let split = size == 0 ? 0 : Int(input[0]) % (size + 1)
-    var parts = ClientSession()
-    var inParts = parts.receive(input[..<split], view: view)
-    let rest = parts.receive(input[split...], view: view)
-    inParts.lines += rest.lines
-    inParts.effects += rest.effects
-    guard inParts.lines == whole.lines, inParts.effects == whole.effects, parts.policy == session.policy else {
-        fatalError("a request split across two reads was answered differently")
-    }
-    if sampled(input) {
-        var bytewise = ClientSession()
-        var lines: [[UInt8]] = []
-        var effects: [SessionEffect] = []
-        for index in input.indices {
-            let reply = bytewise.receive(input[index..<(index + 1)], view: view)
-            lines += reply.lines
-            effects += reply.effects
+    let sample = sampleHash(input)
+    if sample & 3 == 0 {
+        let split = size == 0 ? 0 : Int(input[0]) % (size + 1)
+        let parts = feed([input[..<split], input[split...]], view: view)
+        guard parts.lines == whole.lines, parts.effects == whole.effects, parts.policy == session.policy else {
+            fatalError("a request split across two reads was answered differently")
         }
-        guard lines == whole.lines, effects == whole.effects, bytewise.policy == session.policy else {
+    }
+    if sample & 63 == 0 {
+        let bytes = feed(input.indices.lazy.map { input[$0..<($0 + 1)] }, view: view)
+        guard bytes.lines == whole.lines, bytes.effects == whole.effects, bytes.policy == session.policy else {
             fatalError("the requests fed one byte at a time were answered differently")
         }
     }
     return 0
+}
+
+private let latestTPV = Array("{\"class\":\"TPV\",\"mode\":1}\r\n".utf8)
+
+/// A new session's replies and policy after the input fed in `pieces`, one read each.
+private func feed(
+    _ pieces: some Sequence<Slice<UnsafeBufferPointer<UInt8>>>, view: ServiceView
+) -> (lines: [[UInt8]], effects: [SessionEffect], policy: WatchPolicy) {
+    var session = ClientSession()
+    var lines: [[UInt8]] = []
+    var effects: [SessionEffect] = []
+    for piece in pieces {
+        let reply = session.receive(piece, view: view)
+        lines += reply.lines
+        effects += reply.effects
+    }
+    return (lines, effects, session.policy)
 }
 
 /// What the session must do with `input`: the number of requests (each owed a reply) and the policy
@@ -87,21 +99,31 @@ private func checkWatchRoundTrip(_ policy: WatchPolicy) {
     }
 }
 
-/// One JSON object naming its class, ending in CR LF, with no other line end in it.
+/// One JSON object naming its class, ending in CR LF, with no control character before that (JSON escapes
+/// them in strings, and gpsd's objects have no whitespace).
 private func checkLine(_ line: [UInt8]) {
-    let prefix = Array("{\"class\":\"".utf8)
-    guard line.count > prefix.count + 3, line.starts(with: prefix), line.suffix(3) == [0x7D, 0x0D, 0x0A] else {
+    // The line's own slices: `line.suffix(3) == [...]` took Sequence's suffix, which copies the line into an
+    // array; and one pass for every control character, not one for CR and another for LF.
+    guard line.count > classPrefix.count + 3, line.starts(with: classPrefix),
+        line[(line.count - 3)...].elementsEqual(objectEnd)
+    else {
         fatalError("a reply line is not a JSON object of a class ending in CR LF")
     }
-    guard !line.dropLast(2).contains(0x0A), !line.dropLast(2).contains(0x0D) else {
-        fatalError("a reply line has a line end inside it")
+    guard line.dropLast(2).allSatisfy({ $0 >= 0x20 }) else {
+        fatalError("a reply line has a line end or another control character inside it")
     }
 }
 
-/// One input in sixteen, by an FNV-1a hash of its bytes (a saved crash replays the same way).
-private func sampled(_ input: UnsafeBufferPointer<UInt8>) -> Bool {
+private let classPrefix = Array("{\"class\":\"".utf8)
+private let objectEnd: [UInt8] = [0x7D, 0x0D, 0x0A]
+
+/// A hash of the whole input (FNV-1a, then murmur3's finaliser, so that every bit of every byte moves its
+/// low bits), whose low bits pick the samples: a saved crash replays its checks, and a mutant that changed
+/// any byte is drawn afresh.
+private func sampleHash(_ input: UnsafeBufferPointer<UInt8>) -> UInt32 {
     var hash: UInt32 = 2_166_136_261
-    for byte in input.prefix(64) { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-    hash = (hash ^ UInt32(truncatingIfNeeded: input.count)) &* 16_777_619
-    return hash & 15 == 0
+    for byte in input { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+    hash = (hash ^ (hash >> 16)) &* 0x85EB_CA6B
+    hash = (hash ^ (hash >> 13)) &* 0xC2B2_AE35
+    return hash ^ (hash >> 16)
 }
