@@ -139,12 +139,12 @@ public struct Framer: Sendable {
 
     /// The next complete frame, or `nil` when more bytes are needed.
     public mutating func next() -> Frame? {
-        var cursor = self.cursor
         let limits = self.limits
+        // The scan moves the cursor in place while it reads the buffer (two stored properties, so the accesses
+        // do not overlap): no copy of the cursor and its counters in and out at every call.
         let found: (kind: Frame.Kind, start: Int, end: Int)? = storage.withUnsafeBytes { raw in
             Framer.scan(raw, &cursor, limits)
         }
-        self.cursor = cursor
         guard let found else { return nil }
         return Frame(kind: found.kind, bytes: storage[found.start..<found.end])
     }

@@ -83,7 +83,9 @@ public struct GNSSDecoder: Sendable {
 
     public init(options: Options = Options()) {
         self.options = options
-        framer = Framer(limits: options.limits)
+        // The buffer the limits need (two of the longest UBX frames; 16 KiB for the default limits): a decoder
+        // made for shorter frames does not zero 16 KiB it will not use.
+        framer = Framer(limits: options.limits, initialCapacity: 0)
         assembler = EpochAssembler(options: options.assembly)
     }
 
