@@ -295,7 +295,10 @@ extension GPSDRequest {
     /// Reads one request's text (from `?`, without its terminator). Command names are upper case,
     /// as gpsd matches them.
     package static func parse(_ text: ArraySlice<UInt8>) -> Result<GPSDRequest, RequestError> {
-        let printable = String(decoding: text, as: UTF8.self)
+        // The request's text only for the reply to one not recognised, not for every request.
+        var unrecognized: Result<GPSDRequest, RequestError> {
+            .failure(.unrecognized(String(decoding: text, as: UTF8.self)))
+        }
         var nameEnd = text.startIndex + 1
         while nameEnd < text.endIndex, (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(text[nameEnd]) {
             nameEnd += 1
@@ -309,7 +312,7 @@ extension GPSDRequest {
         } else if rest.first == UInt8(ascii: "=") {
             argument = rest.dropFirst()
         } else {
-            return .failure(.unrecognized(printable))
+            return unrecognized
         }
         switch (name, argument) {
         case ("VERSION", nil): return .success(.version)
@@ -334,7 +337,7 @@ extension GPSDRequest {
                 return .failure(.invalidDevice(error))
             }
         default:
-            return .failure(.unrecognized(printable))
+            return unrecognized
         }
     }
 }

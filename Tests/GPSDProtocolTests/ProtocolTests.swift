@@ -268,6 +268,14 @@ struct ResponseTests {
         #expect(text(GPSDResponse.error("a\"b\\c\nd\u{1}")) == "{\"class\":\"ERROR\",\"message\":\"a\\\"b\\\\c\\nd\\u0001\"}\r\n")
     }
 
+    @Test("escapes at either end and one after another, the text between them as it is", arguments: [
+        ("", #""""#), ("plain", #""plain""#), ("\r\t", #""\r\t""#), ("\"x\"", #""\"x\"""#),
+        ("\u{1f}ab\u{0}", #""\u001fab\u0000""#), ("°é ?WATCH\\", #""°é ?WATCH\\""#),
+    ])
+    func escapingRuns(value: String, expected: String) {
+        #expect(text(GPSDResponse.error(value)) == "{\"class\":\"ERROR\",\"message\":" + expected + "}\r\n")
+    }
+
     @Test("a report's strings escape quotes, backslashes and control characters as \\u00XX")
     func reportStringEscaping() {
         let line = GPSDReport.tpv(Fix(), device: "/dev/a\"b\\c\u{1}\u{1f}\n")
