@@ -86,10 +86,17 @@ public struct NTRIPHeaderField: Sendable, Hashable {
 extension StringProtocol {
     /// Without leading and trailing spaces and tabs.
     var trimmingSpaces: String {
-        let scalars = String(self).unicodeScalars
-        guard let first = scalars.firstIndex(where: { $0 != " " && $0 != "\t" }),
-            let last = scalars.lastIndex(where: { $0 != " " && $0 != "\t" })
-        else { return "" }
-        return String(String.UnicodeScalarView(scalars[first...last]))
+        // On the UTF-8 bytes (a space or tab is one byte, never part of another character's), and the string
+        // itself when there is nothing to trim: rebuilt scalar by scalar, each of an STR record's 18 fields
+        // was most of the time of a sourcetable's parse.
+        var text = String(self)
+        let kept = { (byte: UInt8) in byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") }
+        let range = text.withUTF8 { bytes -> Range<Int>? in
+            guard let first = bytes.firstIndex(where: kept), let last = bytes.lastIndex(where: kept) else { return nil }
+            return first..<(last + 1)
+        }
+        guard let range else { return "" }
+        if range.count == text.utf8.count { return text }
+        return text.withUTF8 { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
     }
 }

@@ -83,27 +83,58 @@ public struct Sourcetable: Sendable, Hashable {
 
     /// Parses the sourcetable text (the body of the answer). Lines end in CRLF or LF; anything
     /// after `ENDSOURCETABLE` is ignored; lines that are no record (or an `STR` without a
-    /// mountpoint) are counted in ``skippedLines``.
+    /// mountpoint) are counted in ``skippedLines``. The keywords (`STR`, `CAS`, `NET`,
+    /// `ENDSOURCETABLE`) are matched in any case of their ASCII letters, and fields are split at the
+    /// byte `;`.
     public init(parsing body: some Sequence<UInt8>) {
         self.init(isComplete: false)
+        // Lines are trimmed and their keywords matched as bytes, and only a record's fields become
+        // strings: decoding, trimming and upper-casing every line as a string was most of the time of a
+        // table full of junk.
         for rawLine in Array(body).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            let line = String(decoding: rawLine, as: UTF8.self).trimmingCharacters(in: "\r ")
+            let line = Self.trimmed(rawLine)
             if line.isEmpty { continue }
-            if line.uppercased() == "ENDSOURCETABLE" {
+            if Self.matches(line, Self.endKeyword) {
                 isComplete = true
                 return
             }
-            let fields = line.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
-            switch fields[0].uppercased() {
-            case "STR":
-                if let stream = Self.stream(fields) { streams.append(stream) } else { skippedLines += 1 }
-            case "CAS":
-                casters.append(SourcetableRecord(kind: "CAS", fields: Array(fields.dropFirst())))
-            case "NET":
-                networks.append(SourcetableRecord(kind: "NET", fields: Array(fields.dropFirst())))
-            default:
+            let kind = line.prefix { $0 != UInt8(ascii: ";") }
+            if Self.matches(kind, Self.streamKeyword) {
+                if let stream = Self.stream(Self.fields(line)) { streams.append(stream) } else { skippedLines += 1 }
+            } else if Self.matches(kind, Self.casterKeyword) {
+                casters.append(SourcetableRecord(kind: "CAS", fields: Array(Self.fields(line).dropFirst())))
+            } else if Self.matches(kind, Self.networkKeyword) {
+                networks.append(SourcetableRecord(kind: "NET", fields: Array(Self.fields(line).dropFirst())))
+            } else {
                 skippedLines += 1
             }
+        }
+    }
+
+    private static let endKeyword = Array("ENDSOURCETABLE".utf8)
+    private static let streamKeyword = Array("STR".utf8)
+    private static let casterKeyword = Array("CAS".utf8)
+    private static let networkKeyword = Array("NET".utf8)
+
+    /// The line without carriage returns and spaces at either end.
+    private static func trimmed(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        let kept = { (byte: UInt8) in byte != UInt8(ascii: "\r") && byte != UInt8(ascii: " ") }
+        guard let first = line.firstIndex(where: kept), let last = line.lastIndex(where: kept) else { return [] }
+        return line[first...last]
+    }
+
+    /// Whether `bytes` are `keyword` (upper case) with its letters in either case.
+    private static func matches(_ bytes: ArraySlice<UInt8>, _ keyword: [UInt8]) -> Bool {
+        bytes.count == keyword.count
+            && zip(bytes, keyword).allSatisfy { byte, letter in
+                byte == letter || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") && byte - 0x20 == letter)
+            }
+    }
+
+    /// The line's `;`-separated fields.
+    private static func fields(_ line: ArraySlice<UInt8>) -> [String] {
+        line.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
         }
     }
 

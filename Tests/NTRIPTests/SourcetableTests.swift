@@ -64,6 +64,23 @@ struct SourcetableTests {
         #expect(Sourcetable(parsing: Array("ENDSOURCETABLE\r\n".utf8)).nearest(to: 0, 0) == nil)
     }
 
+    @Test("keywords in either case of their ASCII letters, fields split at the byte ';' and trimmed of spaces and tabs")
+    func keywordsAndFields() throws {
+        let text = " str;M;\u{301}id ; RTCM 3.3\t;;2;GPS;N;DEU;1;1;0;0;x;none;B;N;0;\r\n"
+            // ſ upper-cases to S, but ſTR is no ASCII keyword: a junk line.
+            + "\u{17F}TR;X;x\r\n" + "Cas;c\r\n" + "net;n\r\n" + "STR ;Y;y\r\n"
+            + "  EndSourceTable \r\n" + "STR;AFTER;x\r\n"
+        let table = Sourcetable(parsing: Array(text.utf8))
+        #expect(table.isComplete)
+        let stream = try #require(table.streams.first)
+        #expect(table.mountpoints == ["M"])
+        #expect(stream.identifier == "\u{301}id")
+        #expect(stream.format == "RTCM 3.3")
+        #expect(table.casters.map(\.fields) == [["c"]])
+        #expect(table.networks.map(\.fields) == [["n"]])
+        #expect(table.skippedLines == 2)
+    }
+
     @Test("a table cut short says so")
     func incomplete() {
         let table = Sourcetable(parsing: Array("STR;A;a;RTCM 3.3;;2;GPS;N;DEU;1;1;0;0;x;none;B;N;0;\n".utf8))
