@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the package's input surfaces with libFuzzer and AddressSanitizer, one target per surface:
 #   receiver  GNSSProtocolFuzz   the receiver's bytes (framer, NMEA/UBX/RTCM3 decoders, GNSSDecoder)
-#   gpsd      GPSDRequestsFuzz   a gpsd client's requests (RequestScanner, GPSDRequest, WatchPolicy, ClientSession)
+#   gpsd      GPSDRequestsFuzz   a gpsd client's requests (GPSDProtocol: RequestScanner, GPSDRequest, WatchPolicy, ClientSession)
 #   mqtt      MQTTDemandFuzz     the MQTT bridge's inbound topics and demand payloads (PresenceMachine)
 #   journal   MQTTJournalFuzz    the MQTT journal's file (Journal's recovery)
 #   board     BoardFileFuzz      board files (Board(json:file:) and Board.json)
@@ -10,6 +10,7 @@
 #   scripts/fuzz.sh [SECONDS]              # the receiver target, SECONDS (default 60)
 #   scripts/fuzz.sh NAME SECONDS           # one target (also --target NAME SECONDS)
 #   scripts/fuzz.sh --all SECONDS          # every target, SECONDS each, one after another (scripts/test.sh: 30)
+#   scripts/fuzz.sh --all SECONDS --parallel N   # the same, N targets at a time (each still SECONDS; one per core)
 #   scripts/fuzz.sh --minimise NAME        # the seeds and .build/fuzz-corpus/NAME, minimised, as the new seeds
 # Extra arguments after SECONDS go to libFuzzer (e.g. -jobs=2 -workers=2).
 #
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/.."
 # name product max_len module(an object of which must call into ASan)
 targets=(
     "receiver GNSSProtocolFuzz 512 GNSSProtocol"
-    "gpsd GPSDRequestsFuzz 256 GPSD"
+    "gpsd GPSDRequestsFuzz 256 GPSDProtocol"
     "mqtt MQTTDemandFuzz 512 MQTT"
     "journal MQTTJournalFuzz 1024 MQTT"
     "board BoardFileFuzz 2048 GNSSHat"
@@ -33,10 +34,12 @@ targets=(
 )
 
 mode=one
+parallel=1
 selected=receiver
 seconds=60
 case "${1:-}" in
---all) mode=all; seconds=${2:?"--all SECONDS"}; shift 2 ;;
+--all) mode=all; seconds=${2:?"--all SECONDS"}; shift 2
+    if [ "${1:-}" = --parallel ]; then parallel=${2:?"--parallel N"}; shift 2; fi ;;
 --target) selected=${2:?"--target NAME SECONDS"}; seconds=${3:?"--target NAME SECONDS"}; shift 3 ;;
 --minimise) mode=minimise; selected=${2:?"--minimise NAME"}; shift 2 ;;
 "") ;;
@@ -172,15 +175,48 @@ fi
 
 failed=()
 summary=()
+total=0
+began=$SECONDS
+# One target's run, its output kept until it ends when targets run side by side.
+finish() {
+    local name=$1 status=$2 out=$3
+    [ -n "$out" ] && { cat "$out"; rm -f "$out"; }
+    local count
+    count=$(grep -a 'stat::number_of_executed_units' "$root/.build/fuzz-artifacts/$name/run.log" 2>/dev/null |
+        tail -n 1 | awk '{print $2}')
+    total=$((total + ${count:-0}))
+    [ "$status" -eq 0 ] || failed+=("$name")
+    summary+=("$name=$([ "$status" -eq 0 ] && echo ok || echo FAILED)")
+}
+declare -A running=()
 for line in "${chosen[@]}"; do
     set -- $line
     name=$1
+    if [ "$parallel" -le 1 ]; then
+        status=0
+        run $line "${extra[@]}" || status=$?
+        finish "$name" "$status" ""
+        continue
+    fi
+    while [ "${#running[@]}" -ge "$parallel" ]; do
+        status=0
+        wait -n -p done "${!running[@]}" || status=$?
+        finish "${running[$done]%% *}" "$status" "${running[$done]#* }"
+        unset "running[$done]"
+    done
+    out=$(mktemp)
+    echo "fuzz.$name: started ($(date -u +%H:%M:%S) UTC)"
+    run $line "${extra[@]}" >"$out" 2>&1 &
+    running[$!]="$name $out"
+done
+while [ "${#running[@]}" -gt 0 ]; do
     status=0
-    run $line "${extra[@]}" || status=$?
-    [ "$status" -eq 0 ] || failed+=("$name")
-    summary+=("$name=$([ "$status" -eq 0 ] && echo ok || echo FAILED)")
+    wait -n -p done "${!running[@]}" || status=$?
+    finish "${running[$done]%% *}" "$status" "${running[$done]#* }"
+    unset "running[$done]"
 done
 echo "fuzz: ${summary[*]}"
+echo "fuzz: ${total} executions in all, $((SECONDS - began)) s of wall time, ${parallel} target(s) at a time"
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "fuzz: failed: ${failed[*]}" >&2
     exit 1
