@@ -187,7 +187,7 @@ if ProcessInfo.processInfo.environment["GNSSHAT_FUZZ"] == "1" {
         // The receiver's bytes: framer, decoders, the GNSSDecoder pipeline.
         ("GNSSProtocolFuzz", ["GNSSProtocol"]),
         // A gpsd client's requests, through the server's per-client session.
-        ("GPSDRequestsFuzz", ["GPSD", "GPSDProtocol"]),
+        ("GPSDRequestsFuzz", ["GPSDProtocol"]),
         // The MQTT bridge's inbound topics and demand payloads.
         ("MQTTDemandFuzz", ["MQTT"]),
         // The MQTT journal's file.

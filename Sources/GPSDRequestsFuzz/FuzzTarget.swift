@@ -1,5 +1,5 @@
 // libFuzzer entry point over a gpsd client's bytes: GPSDProtocol's RequestScanner, GPSDRequest and
-// WatchPolicy, driven through GPSD's ClientSession as the server drives it (no sockets). Built only by
+// WatchPolicy, driven through ClientSession as GPSD's server drives it (no sockets). Built only by
 // scripts/fuzz.sh (GNSSHAT_FUZZ=1); see Package.swift.
 //
 // Properties checked, beyond "no crash, no sanitizer report":
@@ -15,7 +15,6 @@
 // The samples are chosen by a hash of the whole input, so a saved crash replays its checks. They are for
 // throughput (see docs/benchmarks.md, "fuzz"): each feed is another session answering every request again.
 
-import GPSD
 import GPSDProtocol
 
 private let device = GPSDDevice(path: "/dev/ttyACM0", driver: "u-blox", bps: 9600, cycle: 1)
