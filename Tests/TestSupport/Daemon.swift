@@ -11,12 +11,22 @@ public final class Daemon: @unchecked Sendable {
     public let process = Process()
     /// The signal ``stop(signal:)`` sends when none is named.
     private let stopSignal: Int32
-    private let condition = NSCondition()
+    /// The output as the reader thread shares it. The thread holds this, not the Daemon: a Daemon its test lets go
+    /// of while the child runs is released, and its `deinit` kills the child (a thread holding the Daemon kept it,
+    /// and the child, alive until the child ended by itself: mosquitto_sub watchers outlived their tests).
+    private let shared = Output()
+    private var condition: NSCondition { shared.condition }
     // Guarded by `condition`.
-    private var lines: [String] = []
-    private var ended = false
-    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-    private var nextWaiter: UInt64 = 0
+    private var lines: [String] { shared.lines }
+    private var ended: Bool { shared.ended }
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] {
+        get { shared.waiters }
+        set { shared.waiters = newValue }
+    }
+    private var nextWaiter: UInt64 {
+        get { shared.nextWaiter }
+        set { shared.nextWaiter = newValue }
+    }
     /// The child's standard input, when it was given one.
     private let input: FileHandle?
 
@@ -42,7 +52,7 @@ public final class Daemon: @unchecked Sendable {
         }
         try runWithNoSignalBlocked(process)
         let fd = pipe.fileHandleForReading.fileDescriptor
-        Thread.detachNewThread { [self] in
+        Thread.detachNewThread { [shared] in
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -53,28 +63,12 @@ public final class Daemon: @unchecked Sendable {
                 while let newline = pending.firstIndex(of: 0x0A) {
                     let line = String(decoding: pending[..<newline], as: UTF8.self)
                     pending.removeSubrange(...newline)
-                    condition.lock()
-                    lines.append(line)
-                    let ready = takeWaiters()
-                    condition.broadcast()
-                    condition.unlock()
-                    for waiter in ready { waiter.resume() }
+                    shared.update { $0.lines.append(line) }
                 }
             }
-            condition.lock()
-            ended = true
-            let ready = takeWaiters()
-            condition.broadcast()
-            condition.unlock()
-            for waiter in ready { waiter.resume() }
+            shared.update { $0.ended = true }
             withExtendedLifetime(pipe) {}
         }
-    }
-
-    /// With `condition` locked.
-    private func takeWaiters() -> [CheckedContinuation<Void, Never>] {
-        defer { waiters = [:] }
-        return Array(waiters.values)
     }
 
     /// Suspends until a line containing `text` has come (the `skip` first matches are passed over),
@@ -193,5 +187,26 @@ public final class Daemon: @unchecked Sendable {
     deinit {
         guard process.isRunning else { return }
         stop(signal: SIGKILL)
+    }
+}
+
+/// A Daemon's output as its reader thread and its waiters share it.
+private final class Output: @unchecked Sendable {
+    let condition = NSCondition()
+    // Guarded by `condition`.
+    var lines: [String] = []
+    var ended = false
+    var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiter: UInt64 = 0
+
+    /// Changes the output under the lock, then wakes every waiter.
+    func update(_ change: (Output) -> Void) {
+        condition.lock()
+        change(self)
+        let ready = Array(waiters.values)
+        waiters = [:]
+        condition.broadcast()
+        condition.unlock()
+        for waiter in ready { waiter.resume() }
     }
 }
