@@ -297,13 +297,15 @@ public struct NTRIPResponseParser: Sendable {
                 start = index + 1
                 return line
             }
+            // The length first: a byte past the limit makes the line too long whatever it is, so the error does
+            // not depend on whether the byte after it (which tells a CR of CRLF from a stray one) has come yet.
+            if index - start >= limits.maxLineLength { throw .lineTooLong(limit: limits.maxLineLength) }
             let crBeforeLF = byte == UInt8(ascii: "\r")
                 && (index + 1 == buffer.count || buffer[index + 1] == UInt8(ascii: "\n"))
             if !Self.isLineByte(byte) && !crBeforeLF {
                 let shown = Self.shown(buffer[start...index])
                 throw statusLine ? .unrecognisedStatusLine(shown) : .malformedField(shown)
             }
-            if index - start >= limits.maxLineLength { throw .lineTooLong(limit: limits.maxLineLength) }
             index += 1
         }
         return nil

@@ -15,8 +15,11 @@ struct ParsedAnswer: Equatable {
 }
 
 /// Feeds `bytes` in chunks of `split`'s sizes, drains after each, then finishes.
-func parseAnswer(_ bytes: [UInt8], seed: UInt64 = 0, split: (inout SeededGenerator) -> Int) -> ParsedAnswer {
-    var parser = NTRIPResponseParser()
+func parseAnswer(
+    _ bytes: [UInt8], limits: NTRIPResponseParser.Limits = .init(), seed: UInt64 = 0,
+    split: (inout SeededGenerator) -> Int
+) -> ParsedAnswer {
+    var parser = NTRIPResponseParser(limits: limits)
     var result = ParsedAnswer()
     var random = SeededGenerator(seed: seed)
     func drain() {
@@ -197,5 +200,34 @@ struct ResponseParserTests {
         #expect(throws: NTRIPResponseError.self) { try parser.next() }
         parser.append(contentsOf: Array("ICY 200 OK\r\n".utf8))
         #expect(throws: NTRIPResponseError.self) { try parser.next() }
+    }
+}
+
+
+@Suite("The response parser at its line limit")
+struct ResponseParserLineLimitTests {
+    // Found by the NTRIP fuzz target: a status line whose byte at the limit was a CR followed by another byte
+    // was "not an NTRIP answer" when it came whole and "too long" when it came byte by byte (the CR, last in the
+    // buffer, might still have been the CR of a CRLF). Now the limit comes first: too long either way.
+    @Test("a byte past the limit makes the line too long, whatever the byte and whatever follows it",
+          arguments: [[0x0D, 0x4D, 0x0A], [0x0D, 0x0A], [0x01, 0x0A], [0x41]] as [[UInt8]])
+    func limitFirst(after: [UInt8]) {
+        let limits = NTRIPResponseParser.Limits(maxLineLength: 16)
+        let bytes = Array("ICY 200 OKxxxxxx".utf8) + after
+        let whole = parseAnswer(bytes, limits: limits) { _ in bytes.count }
+        let bytewise = parseAnswer(bytes, limits: limits) { _ in 1 }
+        #expect(whole.error == .lineTooLong(limit: 16))
+        #expect(bytewise == whole)
+    }
+
+    @Test("the CR of a line's CR LF counts toward the limit, its LF does not, fed whole or byte by byte")
+    func crCounts() {
+        let limits = NTRIPResponseParser.Limits(maxLineLength: 16)
+        for (text, fits) in [("ICY 200 OKxxxxx\r\n", true), ("ICY 200 OKxxxxxx\n", true), ("ICY 200 OKxxxxxx\r\n", false)] {
+            let bytes = Array(text.utf8)
+            let whole = parseAnswer(bytes, limits: limits) { _ in bytes.count }
+            #expect(fits ? whole.error == nil && whole.head != nil : whole.error == .lineTooLong(limit: 16), "\(text)")
+            #expect(parseAnswer(bytes, limits: limits) { _ in 1 } == whole, "\(text)")
+        }
     }
 }
