@@ -16,11 +16,14 @@ extension UnsafeRawBufferPointer {
     @inline(__always)
     func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
 
-    /// A NUL-padded fixed-width character field as a `String` (stops at the first NUL).
+    /// A NUL-padded fixed-width character field as a `String` (stops at the first NUL). Bytes that are no
+    /// UTF-8 become U+FFFD, three bytes each: the string is then cut at a character so that it still fits
+    /// the field, and so encodes back into it as it is (found by the receiver fuzz target's round trip).
     func fixedString(_ offset: Int, _ width: Int) -> String {
         var end = offset
         while end < offset + width && self[end] != 0 { end += 1 }
         return String(decoding: UnsafeRawBufferPointer(rebasing: self[offset..<end]), as: UTF8.self)
+            .fitting(utf8Width: width)
     }
 }
 
@@ -48,10 +51,20 @@ struct LittleEndianWriter {
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
     }
     mutating func zeros(_ count: Int) { bytes.append(contentsOf: repeatElement(0, count: count)) }
-    /// A fixed-width character field, NUL-padded (and cut to `width`).
+    /// A fixed-width character field, NUL-padded (and cut at a character to fit `width` bytes).
     mutating func fixedString(_ string: String, width: Int) {
-        let utf8 = Array(string.utf8.prefix(width))
+        let utf8 = Array(string.fitting(utf8Width: width).utf8)
         bytes.append(contentsOf: utf8)
         zeros(width - utf8.count)
+    }
+}
+
+extension String {
+    /// The string, its last characters dropped until its UTF-8 is at most `width` bytes.
+    func fitting(utf8Width width: Int) -> String {
+        guard utf8.count > width else { return self }
+        var cut = Substring(self)
+        while cut.utf8.count > width { cut.removeLast() }
+        return String(cut)
     }
 }

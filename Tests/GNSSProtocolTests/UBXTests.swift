@@ -221,3 +221,37 @@ struct UBXTests {
         }
     }
 }
+
+@Suite("UBX fixed-width strings")
+struct UBXFixedStringTests {
+    // Found by the receiver fuzz target: a MON-VER extension of bytes that are no UTF-8 decoded to more
+    // U+FFFD (three bytes each) than its 30 bytes hold, so the message encoded to other bytes and decoded
+    // to another message. Now the decoded string is cut at a character to fit its field.
+    @Test("a MON-VER field of bytes that are no UTF-8 decodes to a string that fits, and round-trips")
+    func invalidUTF8() throws {
+        var payload = Array("ROM CORE 1.00".utf8) + [UInt8](repeating: 0, count: 17)
+        payload += Array("00190000".utf8) + [UInt8](repeating: 0, count: 2)
+        payload += Array("$GL`".utf8) + [UInt8](repeating: 0xFF, count: 26)
+        let frame = UBX.frame(.monVER, payload: payload)
+        guard case .monVER(let version) = try UBXMessage(frame: ArraySlice(frame)) else {
+            Issue.record("not a MON-VER")
+            return
+        }
+        let field = try #require(version.extensions.first)
+        #expect(field.hasPrefix("$GL`") && field.utf8.count <= 30, "\(field)")
+        let again = try UBXMessage(frame: ArraySlice(UBXMessage.monVER(version).frame))
+        #expect(again == .monVER(version))
+    }
+
+    @Test("a string longer than its field is cut at a character, never inside one")
+    func cutAtACharacter() throws {
+        let version = UBXMonVER(softwareVersion: "a" + String(repeating: "é", count: 20), hardwareVersion: "0019")
+        let again = try UBXMessage(frame: ArraySlice(UBXMessage.monVER(version).frame))
+        guard case .monVER(let decoded) = again else {
+            Issue.record("not a MON-VER")
+            return
+        }
+        // 30 bytes end inside the 15th é (two bytes each, after the a): it is left out whole.
+        #expect(decoded.softwareVersion == "a" + String(repeating: "é", count: 14))
+    }
+}
