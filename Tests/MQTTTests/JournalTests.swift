@@ -182,6 +182,25 @@ func reopenJournal(_ state: String) throws -> Journal {
         #expect(reopened.recovery.corruptBytes == record.count)
     }
 
+    @Test(arguments: [(UInt8(1), UInt8(0xF9)), (1, 0x08), (2, 0x01)])
+    func aRecordWithAFlagTheJournalNeverWritesIsDamage(kind: UInt8, flags: UInt8) throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        try journal.append(message(1))
+        // A message record (topic "t", payload "x") or a removal of sequence 1, its CRC-32 valid, with flag bits
+        // a journal never sets: found by the journal fuzz target, which saw such a message replayed as another.
+        let body: [UInt8] = kind == 1 ? [1, 0, 0x74, 0x78] : []
+        var record: [UInt8] = [0x47, 0x4A, kind, flags, kind == 1 ? 2 : 1, 0, 0, 0, 0, 0, 0, 0,
+                               UInt8(body.count), 0, 0, 0] + body
+        let crc = CRC32.checksum(record[...])
+        record += (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
+        storage.written += record
+        let reopened = try Journal(storage: storage)
+        #expect(reopened.pending.map(\.sequence) == [1])
+        #expect(reopened.recovery.corruptRegions == 1)
+        #expect(reopened.recovery.corruptBytes == record.count)
+    }
+
     @Test func aCorruptRecordInTheMiddleIsSkippedAndTheRestKept() throws {
         let storage = MemoryJournalStorage()
         let journal = try Journal(storage: storage)
