@@ -118,16 +118,18 @@ run() {
     # in .build/fuzz-artifacts, not in the checkout.
     # The CPU time it took (user + system) beside the wall-clock rate: on a shared machine the load
     # takes the wall-clock rate down, executions per CPU-second much less.
-    local TIMEFORMAT='%U %S'
+    local TIMEFORMAT='%R %U %S'
     { time { (cd "$artifacts" && "$binpath/$product" -max_total_time="$seconds" -max_len="$maxlen" \
         -print_final_stats=1 -timeout=10 -artifact_prefix="$artifacts/" "$@" "$corpus" "$seeds" "$regressions") \
         >"$log" 2>&1 || status=$?; }; } 2>"$artifacts/cpu"
-    local executions rate cpu
+    local executions rate cpu wall
     executions=$(grep -a 'stat::number_of_executed_units' "$log" | tail -n 1 | awk '{print $2}')
     rate=$(grep -a 'stat::average_exec_per_sec' "$log" | tail -n 1 | awk '{print $2}')
-    cpu=$(awk '{printf "%.1f", $1 + $2}' "$artifacts/cpu")
+    # The run's own wall time: a target that stops at a failure stops before its SECONDS.
+    wall=$(awk '{printf "%d", $1}' "$artifacts/cpu")
+    cpu=$(awk '{printf "%.1f", $2 + $3}' "$artifacts/cpu")
     echo "bench fuzz.$name: ours=${rate:-0} exec/s target=>=10000"
-    echo "fuzz.$name: ${executions:-0} executions in $seconds s, $cpu s of CPU" \
+    echo "fuzz.$name: ${executions:-0} executions in $wall s, $cpu s of CPU" \
         "($(awk -v e="${executions:-0}" -v c="$cpu" 'BEGIN { printf "%d", (c > 0 ? e / c : 0) }') per CPU-second)," \
         "load $(cut -d' ' -f1-3 /proc/loadavg), exit $status"
     if [ "$status" -ne 0 ]; then
