@@ -168,37 +168,32 @@ func reopenJournal(_ state: String) throws -> Journal {
     }
 
     @Test func aRecordWhoseTopicIsNotUTF8IsDamageThoughItsChecksumHolds() throws {
-        let storage = MemoryJournalStorage()
-        let journal = try Journal(storage: storage, syncPolicy: .explicit)
-        try journal.append(message(1))
         // A record of the format with a valid CRC-32 but a topic no String could have written.
-        var record: [UInt8] = [0x47, 0x4A, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 2, 0, 0xC3, 0x28, 0x78]
-        let crc = CRC32.checksum(record[...])
-        record += (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
-        storage.written += record
-        let reopened = try Journal(storage: storage)
-        #expect(reopened.pending.map(\.sequence) == [1])
-        #expect(reopened.recovery.corruptRegions == 1)
-        #expect(reopened.recovery.corruptBytes == record.count)
+        try expectDamage([0x47, 0x4A, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 2, 0, 0xC3, 0x28, 0x78])
     }
 
     @Test(arguments: [(UInt8(1), UInt8(0xF9)), (1, 0x08), (2, 0x01)])
     func aRecordWithAFlagTheJournalNeverWritesIsDamage(kind: UInt8, flags: UInt8) throws {
-        let storage = MemoryJournalStorage()
-        let journal = try Journal(storage: storage, syncPolicy: .explicit)
-        try journal.append(message(1))
         // A message record (topic "t", payload "x") or a removal of sequence 1, its CRC-32 valid, with flag bits
         // a journal never sets: found by the journal fuzz target, which saw such a message replayed as another.
         let body: [UInt8] = kind == 1 ? [1, 0, 0x74, 0x78] : []
-        var record: [UInt8] = [0x47, 0x4A, kind, flags, kind == 1 ? 2 : 1, 0, 0, 0, 0, 0, 0, 0,
-                               UInt8(body.count), 0, 0, 0] + body
+        try expectDamage([0x47, 0x4A, kind, flags, kind == 1 ? 2 : 1, 0, 0, 0, 0, 0, 0, 0,
+                          UInt8(body.count), 0, 0, 0] + body)
+    }
+
+    /// `record` (without its CRC-32, which this adds, valid) after a journal's message 1: one corrupt
+    /// region of the record's bytes, message 1 still pending.
+    private func expectDamage(_ record: [UInt8]) throws {
+        let storage = MemoryJournalStorage()
+        let journal = try Journal(storage: storage, syncPolicy: .explicit)
+        try journal.append(message(1))
         let crc = CRC32.checksum(record[...])
-        record += (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
-        storage.written += record
+        let forged = record + (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
+        storage.written += forged
         let reopened = try Journal(storage: storage)
         #expect(reopened.pending.map(\.sequence) == [1])
         #expect(reopened.recovery.corruptRegions == 1)
-        #expect(reopened.recovery.corruptBytes == record.count)
+        #expect(reopened.recovery.corruptBytes == forged.count)
     }
 
     @Test func aCorruptRecordInTheMiddleIsSkippedAndTheRestKept() throws {
