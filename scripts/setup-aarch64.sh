@@ -91,6 +91,10 @@ if [ "$(cat "$A64_ROOT/.gnsshat-packages" 2>/dev/null)" != "$ROOT_PACKAGES" ]; t
         { tail -20 "$A64/root-install.log" >&2; die "installing swiftlang in the root failed"; }
     echo "$ROOT_PACKAGES" >"$A64_ROOT/.gnsshat-packages"
 fi
+# The root's downloaded packages (about 0.8 GB, swiftlang most of it) are not needed once installed.
+if [ -n "$(find "$A64_ROOT/var/cache/apt" -maxdepth 2 -name '*.deb' -print -quit)" ]; then
+    a64_root "apt-get clean" || die "apt-get clean in the root failed"
+fi
 swift_version=$(a64_root 'swift --version 2>/dev/null' | sed -n 's/.*Swift version \([0-9][0-9.]*\).*/\1/p' | head -1)
 case $swift_version in
     6.[2-9]*|6.[1-9][0-9]*|[7-9].*) ;;
@@ -110,12 +114,18 @@ if [ "$runtime_version" != "$root_deb_version" ]; then
         deb=$(find "$CACHE/debs/sid" -name "${name}_${root_deb_version//:/%3a}_arm64.deb" | head -1)
         [ -n "$deb" ] || die "no ${name}_${root_deb_version}_arm64.deb was downloaded"
         dpkg-deb -x "$deb" "$A64_RUNTIME"
+        rm -f "$deb"
     done
     [ -f "$A64_RUNTIME/usr/libexec/swift/lib/swift_static/linux/static-executable-args.lnk" ] ||
         die "the arm64 swiftlang has no static runtime (swift_static/linux/static-executable-args.lnk)"
     echo "$root_deb_version" >"$A64_RUNTIME/VERSION"
     rm -f "$A64_SYSROOT/.complete"
 fi
+# Only the runtime is used (modules, shared and static libraries, clang's resource folder): the arm64
+# toolchain's programs, its embedded and macro-host libraries and its LLDB, SourceKit, libclang and
+# LTO libraries (about 2.3 GB of the 2.7 GB unpacked) go, so a clean run's disk stays small.
+(cd "$A64_RUNTIME/usr/libexec/swift" && rm -rf bin lib/swift/embedded lib/swift/host lib/swift/FrameworkABIBaseline \
+    lib/liblldb.so* lib/libsourcekitdInProc.so lib/libclang.so* lib/libLTO.so* lib/libSwiftSourceKit*)
 
 # 3. The arm64 sysroot.
 SYSROOT_PACKAGES=(libc6 libc6-dev linux-libc-dev libgcc-s1 libstdc++6 libatomic1 libcrypt1 libcrypt-dev
