@@ -199,7 +199,7 @@ public final class MQTTBridge: Sendable {
     }
 
     /// Called by the inbox after each event it handled, on the thread that handled it.
-    fileprivate func handled(_ statistics: MQTTBridgeStatistics) {
+    func handled(_ statistics: MQTTBridgeStatistics) {
         shared.withLock { $0.statistics = statistics }
         waiters.resumeAll()
     }
@@ -222,31 +222,31 @@ public final class MQTTBridge: Sendable {
         waiters.resumeAll()
     }
 
-    fileprivate func post(_ event: BridgeMachine.Event) {
+    func post(_ event: BridgeMachine.Event) {
         inbox.post(event)
     }
 
     /// Wakes whoever waits for the statistics or the activity (after an event, or the end).
-    fileprivate func changed() {
+    func changed() {
         waiters.resumeAll()
     }
 
     /// The run has finished: the wind-up may begin.
-    fileprivate func runClosed() {
+    func runClosed() {
         ending.resumeAll()
     }
 
-    fileprivate func log(_ level: BridgeLogLevel, _ line: String) {
+    func log(_ level: BridgeLogLevel, _ line: String) {
         configuration.log(level, line)
     }
 
     /// When a timer armed now fires: `delay` from now on its clock. Taken when armed, not when the
     /// timer's task first runs (a manual clock may have moved by then).
-    fileprivate func deadline(_ timer: BridgeTimer, after delay: Duration) -> TimerDeadline {
+    func deadline(_ timer: BridgeTimer, after delay: Duration) -> TimerDeadline {
         timer.onReceiverClock ? .receiverClock(now() + delay) : .continuous(ContinuousClock.now + delay)
     }
 
-    fileprivate func arm(_ timer: BridgeTimer, generation: UInt64, deadline: TimerDeadline) -> Task<Void, Never> {
+    func arm(_ timer: BridgeTimer, generation: UInt64, deadline: TimerDeadline) -> Task<Void, Never> {
         let wait: @Sendable () async throws -> Void
         switch deadline {
         case let .receiverClock(offset):
@@ -272,7 +272,7 @@ extension Optional {
 }
 
 /// A timer's deadline: an offset on the receiver's clock, or an instant of the continuous clock.
-private enum TimerDeadline {
+enum TimerDeadline {
     case receiverClock(Duration)
     case continuous(ContinuousClock.Instant)
 }
@@ -281,313 +281,6 @@ private enum TimerDeadline {
 private final class JournalHandle: @unchecked Sendable {
     let journal: Journal
     init(_ journal: Journal) { self.journal = journal }
-}
-
-/// The bridge's events, handled one at a time and in order by whichever thread posts one while no
-/// other is handling: a post while another thread handles queues the event for that thread and
-/// returns at once (a sky view waiting is replaced by a newer one: ``BridgeBacklog``). Events posted
-/// before the run is installed wait for it; after the run finished, events are dropped.
-private final class BridgeInbox: Sendable {
-    private struct State: Sendable {
-        /// The events waiting, the sky views coalesced (``BridgeBacklog``).
-        var queue = BridgeBacklog()
-        var run: BridgeRun?
-        var handling = false
-        var closed = false
-        /// Events posted and handled so far (``activity``).
-        var changes: UInt64 = 0
-    }
-
-    private let state = Lock(State())
-
-    /// Whether the run has finished (no event is handled any more).
-    var isClosed: Bool { state.withLock { $0.closed } }
-
-    /// Idle when no event waits and none is being handled.
-    var activity: Activity {
-        state.withLock { Activity(isIdle: !$0.handling && ($0.queue.isEmpty || $0.run == nil), changes: $0.changes) }
-    }
-
-    /// Hands the inbox its run, and handles what was posted before.
-    func install(_ run: BridgeRun) {
-        let drain = state.withLock { state -> Bool in
-            state.run = run
-            guard !state.handling, !state.queue.isEmpty else { return false }
-            state.handling = true
-            return true
-        }
-        if drain { self.drain(run) }
-    }
-
-    /// Handles `event` now on this thread, or queues it for the thread that is handling.
-    func post(_ event: BridgeMachine.Event) {
-        let run = state.withLock { state -> BridgeRun? in
-            guard !state.closed else { return nil }
-            state.queue.append(event)
-            state.changes &+= 1
-            guard !state.handling, let run = state.run else { return nil }
-            state.handling = true
-            return run
-        }
-        if let run { drain(run) }
-    }
-
-    /// Handles the queue until it is empty (events queued meanwhile by other threads included), then
-    /// makes the journal's appends of the batch durable (``BridgeRun/syncIfDue()``) before going idle.
-    private func drain(_ run: BridgeRun) {
-        while true {
-            let next = state.withLock { state -> BridgeMachine.Event? in
-                guard !state.closed else {
-                    state.handling = false
-                    state.changes &+= 1
-                    return nil
-                }
-                return state.queue.removeFirst()
-            }
-            guard let event = next else {
-                if state.withLock({ $0.closed }) { break }
-                // One fdatasync for the batch; events posted meanwhile are the next batch.
-                if run.syncIfDue() { continue }
-                let idle = state.withLock { state -> Bool in
-                    guard state.closed || state.queue.isEmpty else { return false }
-                    state.handling = false
-                    state.changes &+= 1
-                    return true
-                }
-                if idle { break } else { continue }
-            }
-            run.handle(event)
-            // Published before closing: once closed, the run belongs to the bridge's wind-up, whose
-            // final statistics (stopped) must come last.
-            run.bridge.handled(run.statistics)
-            if run.finished {
-                _ = run.syncIfDue()
-                state.withLock { state in
-                    state.closed = true
-                    state.handling = false
-                    state.changes &+= 1
-                    state.queue.removeAll()
-                    state.run = nil
-                }
-                run.bridge.runClosed()
-            }
-        }
-        // Idle again: whoever waits for the activity to change looks again.
-        run.bridge.changed()
-    }
-}
-
-/// What the inbox's handler holds: the machine, the journal, the claims and the timers; it performs
-/// the machine's actions in order and feeds back the events they cause. Used by one thread at a
-/// time (``BridgeInbox`` orders them), hence unchecked.
-private final class BridgeRun: @unchecked Sendable {
-    let bridge: MQTTBridge
-    let journal: Journal
-    var machine: BridgeMachine
-    var claims: [Claim: ReceiverClaim] = [:]
-    var timers: [BridgeTimer: Task<Void, Never>] = [:]
-    /// The receiver's fixes and sky views, and the task that follows its hardware's power.
-    var observations: [SignalToken] = []
-    var powerStates: Task<Void, Never>?
-    var statistics = MQTTBridgeStatistics()
-    var finished = false
-    /// Journal failures already reported (one line each kind until one succeeds again).
-    var journalFailing = false
-    /// Fixes appended since the journal's last sync that must be made durable (``syncIfDue()``).
-    var unsyncedFixes = 0
-    var droppedReported = 0
-
-    init(bridge: MQTTBridge, journal: Journal, machine: BridgeMachine) {
-        self.bridge = bridge
-        self.journal = journal
-        self.machine = machine
-        statistics.journalPending = journal.pending.count
-    }
-
-    func handle(_ event: BridgeMachine.Event) {
-        // What the actions cause (a refused journal record) is handled before the next event.
-        var followUps: [BridgeMachine.Event] = []
-        for action in machine.handle(event) { perform(action, followUps: &followUps) }
-        while !followUps.isEmpty {
-            let next = followUps.removeFirst()
-            for action in machine.handle(next) { perform(action, followUps: &followUps) }
-        }
-        statistics.connected = machine.connected
-        statistics.consumers = machine.presence.consumers
-        statistics.claims = claims.count
-        statistics.standingClaim = claims[.standing] != nil
-        statistics.journalPending = journal.pending.count
-        statistics.journalDropped = journal.droppedByLimits
-        if journal.droppedByLimits > droppedReported {
-            bridge.log(.notice, "the journal is full: dropped \(journal.droppedByLimits - droppedReported) oldest "
-                + "records to stay within \(journal.limits.maximumRecords) records and "
-                + "\(journal.limits.maximumBytes) bytes (\(journal.droppedByLimits) since the start)")
-            droppedReported = journal.droppedByLimits
-        }
-    }
-
-    private func perform(_ action: BridgeMachine.Action, followUps: inout [BridgeMachine.Event]) {
-        let client = bridge.client
-        switch action {
-        case let .publish(message, token):
-            do {
-                try client.publish(message, token: token)
-            } catch {
-                // Not connected: the message is of the moment (status, power, sky), nothing to keep.
-                if error.code != .library(.noConnection) {
-                    bridge.log(.detail, "cannot publish on \(message.topic): \(error)")
-                }
-            }
-        case let .journal(messages, publish):
-            journalAndPublish(messages, publish: publish)
-        case .replayJournal:
-            let held = client.unacknowledgedTokens
-            let replay = journal.pending.filter { !held.contains($0.sequence) }
-            if !replay.isEmpty {
-                bridge.log(.notice, "sending \(replay.count) journaled messages the broker has not acknowledged")
-            }
-            for record in replay {
-                do {
-                    try client.publish(record.message, token: record.sequence)
-                } catch {
-                    // The connection went again: the rest waits for the next one.
-                    break
-                }
-            }
-        case let .acknowledge(sequence, refused):
-            acknowledge(sequence, refused: refused, followUps: &followUps)
-        case .syncJournal:
-            do {
-                try journal.sync()
-            } catch {
-                journalFailed(error)
-            }
-        case let .beginClaim(claim, demand, generation):
-            claims.removeValue(forKey: claim)?.cancel()
-            let bridge = bridge
-            claims[claim] = bridge.receiver.claim(for: demand) { failure in
-                bridge.post(.claimEnded(claim, generation: generation, failure: failure))
-            }
-        case let .updateClaim(claim, demand):
-            claims[claim]?.change(to: demand)
-        case let .endClaim(claim):
-            claims.removeValue(forKey: claim)?.cancel()
-        case let .arm(timer, generation, delay):
-            timers[timer]?.cancel()
-            timers[timer] = bridge.arm(timer, generation: generation, deadline: bridge.deadline(timer, after: delay))
-        case let .armAt(timer, generation, deadline):
-            timers[timer]?.cancel()
-            timers[timer] = bridge.arm(timer, generation: generation, deadline: .receiverClock(deadline))
-        case let .log(level, line):
-            bridge.log(level, line)
-        case .finished:
-            finished = true
-        }
-    }
-
-    /// Takes an acknowledged (or refused) record out of the journal and counts it. A removal the file
-    /// could not take is reported; the record has left the journal all the same.
-    private func acknowledge(_ sequence: UInt64, refused: MQTTError?, followUps: inout [BridgeMachine.Event]) {
-        guard journal.isPending(sequence) else { return }
-        let topic = refused == nil ? nil : journal.pending.first { $0.sequence == sequence }?.message.topic
-        do {
-            try journal.acknowledge(sequence)
-            journalSucceeded()
-        } catch {
-            journalFailed(error)
-        }
-        if let refused, let topic {
-            statistics.refused += 1
-            followUps.append(.journalRecordRefused(topic: topic, refused))
-        } else {
-            statistics.acknowledged += 1
-        }
-    }
-
-    /// Appends a fix's messages to the journal, publishes them when connected, and makes them
-    /// durable when the journal is all there is (``BridgeMachine/syncsAppend(published:pendingBefore:)``).
-    private func journalAndPublish(_ messages: [OutgoingMessage], publish: Bool) {
-        statistics.fixes += 1
-        let pendingBefore = journal.pending.count
-        var published = publish
-        var appended: [(sequence: UInt64, message: OutgoingMessage)] = []
-        // The fix's first journal failure: reported once the fix is done, so a fix whose appends work
-        // and whose sync fails is one failure, not a failure and a recovery.
-        var failure: JournalError?
-        for message in messages {
-            do {
-                appended.append((try journal.append(message), message))
-            } catch {
-                failure = failure ?? error
-                statistics.unjournaled += 1
-                // Not kept: sent as it is when it can be.
-                if publish { _ = try? bridge.client.publish(message, token: 0) }
-            }
-        }
-        if publish {
-            for (sequence, message) in appended {
-                do {
-                    try bridge.client.publish(message, token: sequence)
-                } catch {
-                    // The connection just went (the loss is on its way): the journal keeps it.
-                    published = false
-                    break
-                }
-            }
-        }
-        if !appended.isEmpty, BridgeMachine.syncsAppend(published: published, pendingBefore: pendingBefore) {
-            // Synced once the inbox has no event left (or after `syncBatch` fixes): one fdatasync per
-            // batch, not per fix, so a slow disk slows the syncs, not the handling of every event.
-            unsyncedFixes += 1
-        }
-        if let failure {
-            journalFailed(failure)
-        } else if unsyncedFixes == 0 {
-            journalSucceeded()
-        }
-        if unsyncedFixes >= Self.syncBatch { _ = syncIfDue() }
-    }
-
-    /// The most fixes appended before their sync, while events keep coming.
-    static let syncBatch = 32
-
-    /// Makes the journal's appends durable (`fdatasync`) when a fix since the last sync needed it
-    /// (``BridgeMachine/syncsAppend(published:pendingBefore:)``). Returns whether it synced.
-    func syncIfDue() -> Bool {
-        guard unsyncedFixes > 0 else { return false }
-        unsyncedFixes = 0
-        do {
-            try journal.sync()
-            journalSucceeded()
-        } catch {
-            journalFailed(error)
-        }
-        return true
-    }
-
-    private func journalFailed(_ error: JournalError) {
-        guard !journalFailing else { return }
-        journalFailing = true
-        bridge.log(.notice, "the journal failed: \(error); fixes are published but not kept while the broker "
-            + "is away until it works again")
-    }
-
-    private func journalSucceeded() {
-        if journalFailing {
-            journalFailing = false
-            bridge.log(.notice, "the journal works again")
-        }
-    }
-
-    /// The stop: every claim and timer ends.
-    func endEverything() {
-        for claim in claims.values { claim.cancel() }
-        claims = [:]
-        for timer in timers.values { timer.cancel() }
-        timers = [:]
-        statistics.claims = 0
-        statistics.standingClaim = false
-    }
 }
 
 extension MQTTBridge: ActivityReporting {
