@@ -16,10 +16,10 @@ source scripts/lib/steps.sh
 step "setup"
 scripts/setup.sh
 
-# A run from a clean clone writes about 9 GB under .build (the aarch64 lane's sid root and runtime
+# A run from a clean clone writes about 7.5 GB under .build (the aarch64 lane's sid root and runtime
 # are most of it); short of that, it says so before it starts rather than at a failing write.
 if [ "$(df -Pk . | awk 'NR == 2 { print $4 }')" -lt $((10 * 1024 * 1024)) ]; then
-    echo "test: warning: $(free_disk) free here; a run from a clean clone needs about 9 GB under .build" >&2
+    echo "test: warning: $(free_disk) free here; a run from a clean clone needs about 7.5 GB under .build" >&2
 fi
 
 step "function length: none over 80 lines outside the benchmarks"

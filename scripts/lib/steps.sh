@@ -13,7 +13,7 @@ step() {
     step_start=$SECONDS
     printf '\n=== %s: %s (%ds, %s free)\n' "${STEP_BANNER:-step}" "$*" $((SECONDS - start)) "$(free_disk)"
 }
-# The space left where .build lives (a full run from a clean clone writes about 9 GB there).
+# The space left where .build lives (a full run from a clean clone writes about 7.5 GB there).
 free_disk() {
     df -Ph . 2>/dev/null | awk 'NR == 2 { print $4 }'
 }
