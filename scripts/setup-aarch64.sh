@@ -15,7 +15,7 @@
 #      registered with binfmt_misc as `gnsshat-aarch64` (fix-binary, so it works in chroots too): an
 #      aarch64 program then runs as if native, a dynamically linked one with QEMU_LD_PREFIX=sysroot.
 # Downloads are kept under .build/aarch64/cache (the arm64 swiftlang packages only until they are
-# unpacked, the root's own not at all); a step whose result exists is skipped. Needs root
+# unpacked, those apt installs in the root not at all); a step whose result exists is skipped. Needs root
 # (debootstrap, chroot) or sudo, and debootstrap, qemu-user-static (scripts/setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
