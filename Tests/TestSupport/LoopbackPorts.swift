@@ -49,23 +49,3 @@ private func canBind(_ port: Int) throws -> Bool {
     }
     return bound == 0
 }
-
-/// Waits until some socket listens on TCP `port` (any local address, IPv4 or IPv6), as /proc/net/tcp and
-/// tcp6 tell, for at most `limit` of real time. For a peer that says it started before it binds
-/// (str2str, gnssserver): unlike a probing connect, reading the kernel's table leaves the peer untouched.
-public func waitUntilListening(port: Int, limit: Duration = .seconds(30)) throws {
-    let deadline = ContinuousClock.now + limit
-    let suffix = ":" + String(format: "%04X", port)
-    while true {
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
-            for line in text.split(separator: "\n").dropFirst() {
-                let fields = line.split(separator: " ")
-                // sl, local_address, rem_address, st: 0A is LISTEN.
-                if fields.count > 3, fields[1].hasSuffix(suffix), fields[3] == "0A" { return }
-            }
-        }
-        guard ContinuousClock.now < deadline else { throw TestSetupError("nothing listens on port \(port) after \(limit)") }
-        usleep(2_000)
-    }
-}
