@@ -9,7 +9,7 @@ internal import Glibc
 /// libdispatch's main queue there.)
 final class MainThreadExecutor: SerialExecutor, Sendable {
     private let queue = ThreadCondition(JobQueue<QueuedJob>())
-    private let timers: TimerThread
+    let timers: TimerThread
     private let runner = ThreadCondition<pthread_t?>(nil)
 
     init(timers: TimerThread) {
@@ -48,17 +48,7 @@ final class MainThreadExecutor: SerialExecutor, Sendable {
 }
 
 #if compiler(>=6.3)
-extension MainThreadExecutor: MainExecutor, SchedulingExecutor {
-    public func enqueue<C: Clock>(
-        _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
-    ) {
-        timers.schedule(UnownedJob(job), after: delay, clock: clock, on: .main(self))
-    }
-
-    public func enqueue<C: Clock>(
-        _ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C
-    ) {
-        timers.schedule(UnownedJob(job), after: clock.now.duration(to: instant), clock: clock, on: .main(self))
-    }
+extension MainThreadExecutor: MainExecutor, TimerSchedulingExecutor {
+    var jobExecutor: JobExecutor { .main(self) }
 }
 #endif

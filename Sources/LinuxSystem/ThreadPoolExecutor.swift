@@ -61,17 +61,7 @@ final class ThreadPoolExecutor: TaskExecutor, Sendable {
 }
 
 #if compiler(>=6.3)
-extension ThreadPoolExecutor: SchedulingExecutor {
-    public func enqueue<C: Clock>(
-        _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
-    ) {
-        timers.schedule(UnownedJob(job), after: delay, clock: clock, on: .task(self))
-    }
-
-    public func enqueue<C: Clock>(
-        _ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C
-    ) {
-        timers.schedule(UnownedJob(job), after: clock.now.duration(to: instant), clock: clock, on: .task(self))
-    }
+extension ThreadPoolExecutor: TimerSchedulingExecutor {
+    var jobExecutor: JobExecutor { .task(self) }
 }
 #endif
